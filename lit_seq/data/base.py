@@ -1,0 +1,187 @@
+"""What every synthetic task shares: an in-memory dataset, a batch loader and the DataModule base.
+
+A task subclasses `SyntheticDataModule`, implements `_generate(n, length, generator)` and
+exposes the sizes the CLI links into the model (`in_features`, `out_features`, `max_len`).
+Everything here is generated in memory, so the data layer never touches the disk.
+"""
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+import lightning as L
+import torch
+from torch import Tensor
+from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, SequentialSampler
+
+TASK_KINDS = ("classification", "regression", "binary", "seq2seq")
+
+# Seeds of the splits are seed * _SPLIT_STRIDE + split index: one generator stream per split.
+_SPLIT_STRIDE = 1000
+
+
+def check_int(
+    name: str, value: object, minimum: int, maximum: int | None = None, allowed: str | None = None
+) -> int:
+    """Return `value` if it is an integer in [minimum, maximum], else raise a ValueError naming it.
+
+    `allowed` replaces the default description of the range in the message.
+    """
+    if allowed is None:
+        allowed = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    # bool is an int subclass, but `batch_size=True` is always a mistake.
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    if not ok or value < minimum or (maximum is not None and value > maximum):
+        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
+    return value
+
+
+class TensorDictDataset(Dataset):
+    """A dict of tensors sharing their first dimension, indexed all at once.
+
+    `dataset[idx]` accepts an int, a list or a LongTensor of indices, so a whole batch is one
+    fancy-index per tensor instead of a per-sample collate.
+
+    Args:
+        tensors: name -> tensor; every tensor has the same length along dim 0.
+    """
+
+    def __init__(self, tensors: dict[str, Tensor]) -> None:
+        lengths = {name: len(t) for name, t in tensors.items()}
+        if not lengths or len(set(lengths.values())) != 1:
+            raise ValueError(f"tensors must be non-empty with equal lengths, got {lengths}")
+        self.tensors = tensors
+        self._len = next(iter(lengths.values()))
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, idx: int | Sequence[int] | Tensor) -> dict[str, Tensor]:
+        if isinstance(idx, Sequence):
+            idx = torch.as_tensor(idx, dtype=torch.long)
+        return {name: t[idx] for name, t in self.tensors.items()}
+
+
+def batch_loader(dataset: Dataset, batch_size: int, shuffle: bool, seed: int) -> DataLoader:
+    """A DataLoader that yields whole batches by indexing `dataset` with a list of indices.
+
+    The data lives in memory and one fancy-index builds a batch, so worker processes would only
+    add start-up and inter-process copy cost: `num_workers=0`. `batch_size=None` turns off the
+    DataLoader's own batching because the BatchSampler already hands over a list of indices.
+    Shuffling draws from a private generator seeded by `seed`: the order is reproducible and the
+    global RNG is left alone. The DataLoader gets its own generator too, because each new
+    iterator otherwise draws its worker base seed from the global RNG, even with no workers.
+    The last batch may be smaller (`drop_last=False`).
+    """
+    if shuffle:
+        sampler = RandomSampler(dataset, generator=torch.Generator().manual_seed(seed))
+    else:
+        sampler = SequentialSampler(dataset)
+    batches = BatchSampler(sampler, batch_size, drop_last=False)
+    own_rng = torch.Generator().manual_seed(seed)
+    return DataLoader(dataset, batch_size=None, sampler=batches, num_workers=0, generator=own_rng)
+
+
+class SyntheticDataModule(L.LightningDataModule):
+    """Base of the synthetic tasks: train/val/test splits plus length-generalisation test sets.
+
+    Subclasses set `task_kind`, the split sizes `n_train`, `n_val`, `n_test`, the properties
+    `train_length`, `in_features` and `out_features`, and implement `_generate`. Each split is
+    drawn from its own generator (seed * 1000 + split index), so splits are independent draws
+    and the global torch RNG is never used.
+
+    Args:
+        batch_size: examples per batch in every split.
+        seed: seed of the data generation and of the training shuffle order.
+        gen_factors: length-generalisation test sets at k x the training length, one per entry
+            (integers >= 2, no repeats). Defaults to [2, 4]; [] disables them.
+    """
+
+    task_kind: ClassVar[str] = ""
+    n_train: int
+    n_val: int
+    n_test: int
+
+    def __init__(
+        self, batch_size: int = 64, seed: int = 0, gen_factors: list[int] | None = None
+    ) -> None:
+        super().__init__()
+        gen_factors = [2, 4] if gen_factors is None else list(gen_factors)
+        for k in gen_factors:
+            check_int("gen_factors entries", k, 2)
+        if len(set(gen_factors)) != len(gen_factors):
+            # Two equal factors would log two test sets under the same metric prefix.
+            raise ValueError(f"gen_factors must not repeat, got {gen_factors}")
+        self.batch_size = check_int("batch_size", batch_size, 1)
+        self.seed = check_int("seed", seed, 0)
+        self.gen_factors = gen_factors
+        self.train_set: TensorDictDataset | None = None
+        self.val_set: TensorDictDataset | None = None
+        self.test_sets: list[TensorDictDataset] = []
+
+    # ---- what a task provides ------------------------------------------------------------
+
+    @property
+    def train_length(self) -> int:
+        """Sequence length of the training split (the longest one, for variable lengths)."""
+        raise NotImplementedError
+
+    @property
+    def in_features(self) -> int:
+        """Input size the model needs: channels, or the vocabulary size for token inputs."""
+        raise NotImplementedError
+
+    @property
+    def out_features(self) -> int:
+        """Output size the model needs: classes, 1 per step, or the vocabulary size."""
+        raise NotImplementedError
+
+    def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
+        """Draw `n` examples of (maximum) sequence length `length` from `generator` only."""
+        raise NotImplementedError
+
+    # ---- sizes derived from the arguments, available before setup -----------------------
+
+    @property
+    def test_lengths(self) -> list[int]:
+        """Sequence length of each test set: the training length, then k x it per gen factor."""
+        return [self.train_length] + [k * self.train_length for k in self.gen_factors]
+
+    @property
+    def test_prefixes(self) -> list[str]:
+        """Metric key prefix of each test set, in `test_dataloader` order."""
+        return ["test"] + [f"test_len{n}" for n in self.test_lengths[1:]]
+
+    @property
+    def max_len(self) -> int:
+        """The longest sequence any split contains (sizes positional tables of the model)."""
+        return max(self.test_lengths)
+
+    # ---- Lightning hooks ------------------------------------------------------------------
+
+    def setup(self, stage: str | None = None) -> None:
+        """Generate every split once; later calls (fit, then test) reuse them."""
+        if self.train_set is not None:
+            return
+        split_lengths = [self.train_length, self.train_length, *self.test_lengths]
+        split_sizes = [self.n_train, self.n_val] + [self.n_test] * len(self.test_lengths)
+        splits = []
+        for index, (n, length) in enumerate(zip(split_sizes, split_lengths, strict=True)):
+            generator = torch.Generator().manual_seed(self.seed * _SPLIT_STRIDE + index)
+            splits.append(TensorDictDataset(self._generate(n, length, generator)))
+        self.train_set, self.val_set, *self.test_sets = splits
+
+    def train_dataloader(self) -> DataLoader:
+        return batch_loader(self._ready(self.train_set), self.batch_size, True, self.seed)
+
+    def val_dataloader(self) -> DataLoader:
+        return batch_loader(self._ready(self.val_set), self.batch_size, False, self.seed)
+
+    def test_dataloader(self) -> list[DataLoader]:
+        """One loader per test set, in the order of `test_prefixes`."""
+        self._ready(self.train_set)
+        return [batch_loader(s, self.batch_size, False, self.seed) for s in self.test_sets]
+
+    def _ready(self, dataset: TensorDictDataset | None) -> TensorDictDataset:
+        if dataset is None:
+            raise RuntimeError(f"{type(self).__name__}: call setup() before asking for loaders")
+        return dataset

@@ -1,0 +1,82 @@
+"""`echo`: repeat the input bit seen `lag` steps ago."""
+
+import torch
+from torch import Tensor
+
+from lit_seq.data.base import SyntheticDataModule, check_int
+
+
+def echo_targets(bits: Tensor, lag: int) -> Tensor:
+    """y_t = bits_{t - lag}, and 0 where t < lag: (B, N) -> (B, N).
+
+    Example: bits [1, 0, 1, 1, 0], lag 2 -> [0, 0, 1, 0, 1].
+    """
+    n_steps = bits.shape[1]
+    targets = torch.zeros_like(bits)
+    # A shift right by `lag`; max() keeps a lag longer than the sequence an all-zero target.
+    targets[:, lag:] = bits[:, : max(n_steps - lag, 0)]
+    return targets
+
+
+class EchoData(SyntheticDataModule):
+    """Per-step binary task: output the input bit from `lag` steps earlier.
+
+    x (B, N, 1) float random bits; y (B, N) float with y_t = x_{t - lag} and y_t = 0 for
+    t < lag; `mask` (B, N) bool is t >= lag, the positions that are scored (before them the
+    answer does not exist in the input). Worked example, lag 2: [1, 0, 1, 1, 0] -> [0, 0, 1, 0, 1].
+    Every split draws fresh random sequences from its own seed. They are independent draws,
+    not disjoint sets: at length 10 there are only 1024 sequences, so short splits share
+    sequences; the longer generalisation sets are practically all unseen.
+
+    Args:
+        length: time steps per training sequence; must exceed lag.
+        lag: how many steps back the echoed bit lies (0 is the identity).
+        n_train: training sequences.
+        n_val: validation sequences.
+        n_test: sequences in each test set (training length and every gen length).
+        batch_size: examples per batch in every split.
+        seed: seed of the data generation and of the training shuffle order.
+        gen_factors: length-generalisation test sets at k x length, one per entry (integers
+            >= 2, no repeats). Defaults to [2, 4]; [] disables them.
+    """
+
+    task_kind = "binary"
+
+    def __init__(
+        self,
+        length: int = 10,
+        lag: int = 2,
+        n_train: int = 4000,
+        n_val: int = 500,
+        n_test: int = 1000,
+        batch_size: int = 64,
+        seed: int = 0,
+        gen_factors: list[int] | None = None,
+    ) -> None:
+        super().__init__(batch_size=batch_size, seed=seed, gen_factors=gen_factors)
+        self.length = check_int("length", length, 1)
+        # lag < length, or no position of a training sequence would ever be scored.
+        allowed = f"in [0, length - 1 = {length - 1}]"
+        self.lag = check_int("lag", lag, 0, length - 1, allowed=allowed)
+        self.n_train = check_int("n_train", n_train, 1)
+        self.n_val = check_int("n_val", n_val, 1)
+        self.n_test = check_int("n_test", n_test, 1)
+
+    @property
+    def train_length(self) -> int:
+        return self.length
+
+    @property
+    def in_features(self) -> int:
+        return 1
+
+    @property
+    def out_features(self) -> int:
+        return 1
+
+    def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
+        bits = torch.randint(0, 2, (n, length), generator=generator).float()  # (B, N)
+        y = echo_targets(bits, self.lag)  # (B, N)
+        mask = (torch.arange(length) >= self.lag).expand(n, length)  # (B, N)
+        # contiguous(): an expanded view would share one row across the whole split.
+        return {"x": bits.unsqueeze(-1), "y": y, "mask": mask.contiguous()}

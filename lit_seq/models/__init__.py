@@ -1,0 +1,132 @@
+"""Plain ``nn.Module`` networks (no Lightning here): backbones, heads, seq2seq models.
+
+Registries map an ``arch`` name to a constructor; the builders pass each
+constructor only the arguments it takes, so one flat set of options (the CLI's)
+builds any architecture.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from torch import nn
+
+from .attention import MultiHeadAttention, causal_mask
+from .heads import PerStepHead, SequenceClassifier
+from .positional import (
+    POS_MODES,
+    LearnablePositionalEncoding,
+    SinusoidalPositionalEncoding,
+    build_positional,
+)
+from .readout import READOUTS, Readout
+from .recurrent import CELLS, RecurrentBackbone
+from .seq2seq import RecurrentSeq2Seq, TransformerSeq2Seq
+from .transformer import DecoderBlock, EncoderBlock, FeedForward, TransformerBackbone
+
+BACKBONES: dict[str, Callable[..., nn.Module]] = {
+    "transformer": TransformerBackbone,
+    "rnn": functools.partial(RecurrentBackbone, cell="rnn"),
+    "lstm": functools.partial(RecurrentBackbone, cell="lstm"),
+}
+
+SEQ2SEQ: dict[str, Callable[..., nn.Module]] = {
+    "transformer": TransformerSeq2Seq,
+    "rnn": functools.partial(RecurrentSeq2Seq, cell="rnn"),
+    "lstm": functools.partial(RecurrentSeq2Seq, cell="lstm"),
+}
+
+
+def _check_arch(arch: str, registry: dict[str, Callable[..., nn.Module]]) -> None:
+    if arch not in registry:
+        raise ValueError(f"arch={arch!r} is not one of {list(registry)}")
+
+
+def build_backbone(
+    arch: str,
+    *,
+    d_model: int,
+    n_layers: int,
+    n_heads: int,
+    d_ff: int | None,
+    dropout: float,
+    pos_mode: str,
+    residual: bool,
+    causal: bool,
+    max_len: int,
+    bidirectional: bool = False,
+) -> nn.Module:
+    """Build the (B, T, d) -> (B, T, d) backbone named ``arch`` (a key of ``BACKBONES``).
+
+    The transformer ignores ``bidirectional``; rnn/lstm ignore ``n_heads``, ``d_ff``,
+    ``pos_mode``, ``residual`` and ``max_len`` (so those are not validated for them).
+    """
+    _check_arch(arch, BACKBONES)
+    kwargs = dict(d_model=d_model, n_layers=n_layers, dropout=dropout, causal=causal)
+    if arch == "transformer":
+        kwargs.update(n_heads=n_heads, d_ff=d_ff, pos_mode=pos_mode, residual=residual)
+        kwargs.update(max_len=max_len)
+    else:
+        kwargs.update(bidirectional=bidirectional)
+    return BACKBONES[arch](**kwargs)
+
+
+def build_seq2seq(
+    arch: str,
+    *,
+    vocab_size: int,
+    d_model: int,
+    n_layers: int,
+    n_heads: int,
+    d_ff: int | None,
+    dropout: float,
+    pos_mode: str,
+    residual: bool,
+    max_len: int,
+    share_embeddings: bool = True,
+    pad_id: int = 0,
+) -> nn.Module:
+    """Build the encoder-decoder named ``arch`` (a key of ``SEQ2SEQ``).
+
+    rnn/lstm ignore ``n_heads``, ``d_ff``, ``pos_mode``, ``residual`` and ``max_len``.
+    """
+    _check_arch(arch, SEQ2SEQ)
+    kwargs = dict(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, dropout=dropout)
+    kwargs.update(share_embeddings=share_embeddings, pad_id=pad_id)
+    if arch == "transformer":
+        kwargs.update(n_heads=n_heads, d_ff=d_ff, pos_mode=pos_mode, residual=residual)
+        kwargs.update(max_len=max_len)
+    return SEQ2SEQ[arch](**kwargs)
+
+
+def count_parameters(module: nn.Module) -> int:
+    """Number of trainable parameters (tied weights counted once)."""
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+__all__ = [
+    "BACKBONES",
+    "CELLS",
+    "POS_MODES",
+    "READOUTS",
+    "SEQ2SEQ",
+    "DecoderBlock",
+    "EncoderBlock",
+    "FeedForward",
+    "LearnablePositionalEncoding",
+    "MultiHeadAttention",
+    "PerStepHead",
+    "Readout",
+    "RecurrentBackbone",
+    "RecurrentSeq2Seq",
+    "SequenceClassifier",
+    "SinusoidalPositionalEncoding",
+    "TransformerBackbone",
+    "TransformerSeq2Seq",
+    "build_backbone",
+    "build_positional",
+    "build_seq2seq",
+    "causal_mask",
+    "count_parameters",
+]

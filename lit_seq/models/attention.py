@@ -1,0 +1,123 @@
+"""Multi-head scaled dot-product attention, the leaf layer of every transformer here.
+
+Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V, computed independently per head.
+
+Worked example (d_model=2, one head, identity projections, tokens X = I):
+Q = K = V = I, scores Q K^T / sqrt(2) = [[0.707, 0], [0, 0.707]], and the row
+softmax gives weights [[0.67, 0.33], [0.33, 0.67]]: each token attends mostly to
+itself.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def causal_mask(T: int, device: torch.device | str | None = None) -> Tensor:
+    """Lower-triangular mask: query i may attend to keys j <= i.
+
+    Args:
+        T: sequence length.
+        device: where to allocate the mask.
+
+    Returns:
+        (T, T) bool, True where attention is allowed (the SDPA convention; note that
+        ``nn.MultiheadAttention`` uses the opposite one).
+    """
+    return torch.ones(T, T, dtype=torch.bool, device=device).tril()
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with padding and causal masks.
+
+    The fast path goes through ``F.scaled_dot_product_attention`` (flash / memory-
+    efficient kernels on GPU); asking for the weights switches to an explicit
+    softmax so the maps can be returned for visualisation.
+
+    Args:
+        d_model: model width d; split evenly over the heads.
+        n_heads: number of heads H; must divide d_model.
+        dropout: dropout on the attention weights (training only).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        if d_model % n_heads != 0:
+            divisors = [h for h in range(1, d_model + 1) if d_model % h == 0]
+            raise ValueError(
+                f"d_model={d_model} is not divisible by n_heads={n_heads}; "
+                f"allowed n_heads for d_model={d_model}: {divisors}"
+            )
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, d_model)
+        self.v_proj = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def _split_heads(self, x: Tensor) -> Tensor:
+        B, L, d = x.shape
+        return x.view(B, L, self.n_heads, d // self.n_heads).transpose(1, 2)  # (B, H, L, dh)
+
+    def forward(
+        self,
+        query: Tensor,
+        key_value: Tensor | None = None,
+        *,
+        key_padding_mask: Tensor | None = None,
+        causal: bool = False,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Attend from ``query`` to ``key_value`` (itself when None).
+
+        Args:
+            query: (B, T, d).
+            key_value: (B, S, d) for cross-attention, None for self-attention (S = T).
+            key_padding_mask: (B, S) bool, True marks padding keys that are ignored.
+            causal: hide keys j > i from query i; needs T == S.
+            need_weights: also return the attention weights (slower explicit path).
+
+        Returns:
+            Output (B, T, d) and, if ``need_weights``, per-head weights (B, H, T, S),
+            else None.
+        """
+        kv = query if key_value is None else key_value
+        B, T, d = query.shape
+        S = kv.shape[1]
+        if causal and T != S:
+            raise ValueError(f"causal=True needs as many queries as keys, got T={T} and S={S}")
+        q = self._split_heads(self.q_proj(query))  # (B, H, T, dh)
+        k = self._split_heads(self.k_proj(kv))  # (B, H, S, dh)
+        v = self._split_heads(self.v_proj(kv))  # (B, H, S, dh)
+
+        # One boolean mask, True = may attend, broadcast over heads: (B, 1, T|1, S).
+        allowed = None
+        if key_padding_mask is not None:
+            allowed = ~key_padding_mask[:, None, None, :]
+        if causal and (allowed is not None or need_weights):
+            tri = causal_mask(T, device=query.device)
+            allowed = tri if allowed is None else allowed & tri
+
+        p_drop = self.dropout if self.training else 0.0
+        weights = None
+        if need_weights:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, S)
+            if allowed is not None:
+                scores = scores.masked_fill(~allowed, float("-inf"))
+            weights = scores.softmax(dim=-1)
+            if allowed is not None:  # rows with no allowed key: 0 (as SDPA), not NaN
+                weights = weights.masked_fill(~allowed, 0.0)
+            y = F.dropout(weights, p_drop, self.training) @ v  # (B, H, T, dh)
+        else:
+            # Causal without padding uses is_causal so the flash kernel stays eligible.
+            is_causal = causal and allowed is None
+            y = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=allowed, dropout_p=p_drop, is_causal=is_causal
+            )  # (B, H, T, dh)
+        y = y.transpose(1, 2).reshape(B, T, d)  # re-assemble heads: (B, T, d)
+        return self.out_proj(y), weights

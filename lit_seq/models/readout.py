@@ -1,0 +1,73 @@
+"""Sequence readouts: pool a (B, T, d) sequence into one (B, d) vector per example.
+
+- "mean": average over real (non-padded) positions.
+- "cls": prepend a learned [CLS] token before the backbone and read its output.
+- "last": the output at each sequence's last real position (padding trails).
+
+Worked example, one sequence h = [[1], [3], [5]] with the last step padded:
+mean -> 2, last -> 3, and padding never enters either.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+READOUTS = ("mean", "cls", "last")
+
+
+class Readout(nn.Module):
+    """Turns per-position features into one vector per sequence.
+
+    Used in two steps around the backbone: ``prepare`` before it (adds the [CLS]
+    token), ``pool`` after it.
+
+    Args:
+        mode: one of "mean", "cls", "last".
+        d_model: width of the features (and of the [CLS] token).
+    """
+
+    def __init__(self, mode: str, d_model: int) -> None:
+        super().__init__()
+        if mode not in READOUTS:
+            raise ValueError(f"readout={mode!r} is not one of {list(READOUTS)}")
+        self.mode = mode
+        if mode == "cls":
+            self.cls_token = nn.Parameter(torch.randn(1, 1, d_model) * 0.02)  # (1, 1, d)
+
+    def prepare(
+        self, x: Tensor, padding_mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        """Prepend the [CLS] token for mode "cls"; identity otherwise.
+
+        Args:
+            x: (B, T, d) embedded inputs.
+            padding_mask: (B, T) bool, True at padding, or None.
+
+        Returns:
+            (B, T+1, d) and the mask with a leading False for "cls"; the inputs otherwise.
+        """
+        if self.mode != "cls":
+            return x, padding_mask
+        B = x.shape[0]
+        x = torch.cat([self.cls_token.expand(B, -1, -1).to(x.dtype), x], dim=1)  # (B, T+1, d)
+        if padding_mask is not None:
+            pad_col = padding_mask.new_zeros(B, 1)  # the token itself is never padding
+            padding_mask = torch.cat([pad_col, padding_mask], dim=1)  # (B, T+1)
+        return x, padding_mask
+
+    def pool(self, h: Tensor, padding_mask: Tensor | None = None) -> Tensor:
+        """Pool backbone outputs (B, T', d) -> (B, d), ignoring padded positions.
+
+        ``padding_mask`` must be the one returned by ``prepare``.
+        """
+        if self.mode == "cls":
+            return h[:, 0]
+        if padding_mask is None:
+            return h.mean(dim=1) if self.mode == "mean" else h[:, -1]
+        real = ~padding_mask  # (B, T')
+        if self.mode == "mean":
+            w = real.unsqueeze(-1).to(h.dtype)  # (B, T', 1)
+            return (h * w).sum(dim=1) / w.sum(dim=1).clamp(min=1.0)
+        last = (real.sum(dim=1) - 1).clamp(min=0)  # (B,) index of the last real position
+        return h[torch.arange(h.shape[0], device=h.device), last]

@@ -1,0 +1,227 @@
+"""Encoder-decoder models over token ids, trained with teacher forcing, decoded greedily.
+
+Both take ``src`` (B, S) and the shifted target ``tgt_in`` (B, T) = [BOS, y_1, ..., y_{T-1}]
+and return next-token logits (B, T, V); padding (``pad_id``) trails the real tokens.
+Copy example: src [5, 6, 7, pad] with tgt_in [BOS, 5, 6, 7] should predict [5, 6, 7, EOS],
+and ``greedy_decode(src, BOS, EOS, 6)`` should return [5, 6, 7, EOS, pad, pad] (or stop early).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from .positional import build_positional
+from .recurrent import make_rnn
+from .transformer import DecoderBlock, TransformerBackbone
+
+
+def _embeddings(
+    vocab_size: int, d_model: int, share: bool
+) -> tuple[nn.Embedding, nn.Embedding, nn.Linear]:
+    """Source / target embeddings and the output layer, all one matrix when ``share``.
+
+    Init std d^-0.5 so that a tied output layer starts with unit-scale logits.
+    """
+    src = nn.Embedding(vocab_size, d_model)
+    tgt = src if share else nn.Embedding(vocab_size, d_model)
+    for emb in [src] if share else [src, tgt]:  # a list: fixed RNG order
+        nn.init.normal_(emb.weight, std=d_model**-0.5)
+    out = nn.Linear(d_model, vocab_size)
+    if share:
+        out.weight = tgt.weight  # weight tying (Press & Wolf, 2017)
+    return src, tgt, out
+
+
+def _greedy_loop(
+    next_logits: Callable[[Tensor], Tensor],
+    B: int,
+    device: torch.device,
+    bos_id: int,
+    eos_id: int,
+    pad_id: int,
+    max_new_tokens: int,
+) -> Tensor:
+    """Batched greedy decoding; ``next_logits`` maps the tokens so far (B, L) to (B, V).
+
+    Returns (B, L') tokens after BOS, L' <= max_new_tokens, pad after each EOS.
+    """
+    ys = torch.full((B, 1), bos_id, dtype=torch.long, device=device)  # (B, 1)
+    done = torch.zeros(B, dtype=torch.bool, device=device)
+    for _ in range(max_new_tokens):
+        nxt = next_logits(ys).argmax(dim=-1)  # (B,)
+        nxt = nxt.masked_fill(done, pad_id)  # finished sequences only emit padding
+        ys = torch.cat([ys, nxt[:, None]], dim=1)
+        done = done | (nxt == eos_id)
+        if bool(done.all()):
+            break
+    return ys[:, 1:]
+
+
+class TransformerSeq2Seq(nn.Module):
+    """Pre-LN transformer encoder-decoder (Vaswani et al., 2017).
+
+    Args:
+        vocab_size: number of token ids V (shared by source and target).
+        d_model: model width d.
+        n_layers: encoder blocks, and as many decoder blocks.
+        n_heads: attention heads; must divide d_model.
+        d_ff: FFN hidden width; None means 4 * d_model.
+        dropout: dropout probability throughout.
+        pos_mode: "sinusoidal", "learnable" or "none", for encoder and decoder.
+        residual: keep the skip connections (False = no-residual ablation).
+        max_len: longest source, and longest target incl. BOS.
+        share_embeddings: one matrix for source and target embeddings and the output layer.
+        pad_id: padding token id; padding is masked out of attention.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 4,
+        d_ff: int | None = None,
+        dropout: float = 0.1,
+        pos_mode: str = "sinusoidal",
+        residual: bool = True,
+        max_len: int = 512,
+        share_embeddings: bool = True,
+        pad_id: int = 0,
+    ) -> None:
+        super().__init__()
+        self.pad_id = pad_id
+        self.scale = math.sqrt(d_model)  # embeddings * sqrt(d), as in the paper
+        d_ff = 4 * d_model if d_ff is None else d_ff
+        self.src_embed, self.tgt_embed, self.output = _embeddings(
+            vocab_size, d_model, share_embeddings
+        )
+        self.encoder = TransformerBackbone(
+            d_model, n_layers, n_heads, d_ff, dropout, pos_mode, residual, False, max_len
+        )
+        self.tgt_pos = build_positional(pos_mode, d_model, max_len)
+        self.drop = nn.Dropout(dropout)
+        self.decoder = nn.ModuleList(
+            DecoderBlock(d_model, n_heads, d_ff, dropout, residual) for _ in range(n_layers)
+        )
+        self.ln_f = nn.LayerNorm(d_model)
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """src (B, S) -> memory (B, S, d) and source padding mask (B, S), True at pad."""
+        src_pad = src == self.pad_id
+        return self.encoder(self.src_embed(src) * self.scale, src_pad), src_pad
+
+    def decode(self, tgt_in: Tensor, memory: Tensor, src_pad: Tensor | None) -> Tensor:
+        """Decoder pass: tgt_in (B, T) over memory (B, S, d) -> logits (B, T, V).
+
+        No target padding mask: the causal mask already hides trailing padding from
+        every real position, and it keeps the fast causal attention kernel usable.
+        """
+        h = self.drop(self.tgt_pos(self.tgt_embed(tgt_in) * self.scale))  # (B, T, d)
+        for block in self.decoder:
+            h = block(h, memory, memory_padding_mask=src_pad)
+        return self.output(self.ln_f(h))  # (B, T, V)
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher-forced logits: src (B, S), tgt_in (B, T) -> (B, T, V)."""
+        memory, src_pad = self.encode(src)
+        return self.decode(tgt_in, memory, src_pad)
+
+    @torch.no_grad()
+    def greedy_decode(self, src: Tensor, bos_id: int, eos_id: int, max_new_tokens: int) -> Tensor:
+        """Greedy autoregressive decoding, batched; call in eval mode.
+
+        Re-runs the decoder on the whole prefix each step (no KV cache): simple, and
+        cheap at the lengths of these tasks.
+
+        Returns:
+            (B, L) long tokens after BOS, L <= max_new_tokens; after a sequence's EOS
+            come ``pad_id``s; stops once every sequence has emitted EOS.
+        """
+        memory, src_pad = self.encode(src)
+        return _greedy_loop(
+            lambda ys: self.decode(ys, memory, src_pad)[:, -1],
+            src.shape[0],
+            src.device,
+            bos_id,
+            eos_id,
+            self.pad_id,
+            max_new_tokens,
+        )
+
+
+class RecurrentSeq2Seq(nn.Module):
+    """RNN / LSTM encoder-decoder (Sutskever et al., 2014), no attention.
+
+    The encoder's state at each source's last real token initialises the decoder.
+
+    Args:
+        vocab_size: number of token ids V.
+        d_model: embedding and hidden width d.
+        n_layers: stacked layers in the encoder, and in the decoder.
+        cell: "rnn" (tanh) or "lstm".
+        dropout: dropout on embeddings, between layers and before the output layer.
+        share_embeddings: one matrix for source and target embeddings and the output layer.
+        pad_id: padding token id.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int = 64,
+        n_layers: int = 1,
+        cell: str = "lstm",
+        dropout: float = 0.0,
+        share_embeddings: bool = True,
+        pad_id: int = 0,
+    ) -> None:
+        super().__init__()
+        self.pad_id = pad_id
+        self.src_embed, self.tgt_embed, self.output = _embeddings(
+            vocab_size, d_model, share_embeddings
+        )
+        self.encoder = make_rnn(cell, d_model, n_layers, dropout)
+        self.decoder = make_rnn(cell, d_model, n_layers, dropout)
+        self.drop = nn.Dropout(dropout)
+
+    def encode(self, src: Tensor) -> Tensor | tuple[Tensor, Tensor]:
+        """src (B, S) -> final state at each last real token: h (n_layers, B, d), or (h, c)."""
+        lengths = (src != self.pad_id).sum(dim=1).clamp(min=1).cpu()
+        # Packing makes the returned state the one after each sequence's own last token.
+        packed = pack_padded_sequence(
+            self.drop(self.src_embed(src)), lengths, batch_first=True, enforce_sorted=False
+        )
+        _, state = self.encoder(packed)
+        return state
+
+    def decode(
+        self, tgt_in: Tensor, state: Tensor | tuple[Tensor, Tensor]
+    ) -> tuple[Tensor, Tensor | tuple[Tensor, Tensor]]:
+        """tgt_in (B, T) from ``state`` -> logits (B, T, V) and the new state."""
+        out, state = self.decoder(self.drop(self.tgt_embed(tgt_in)), state)  # (B, T, d)
+        return self.output(self.drop(out)), state
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher-forced logits: src (B, S), tgt_in (B, T) -> (B, T, V)."""
+        return self.decode(tgt_in, self.encode(src))[0]
+
+    @torch.no_grad()
+    def greedy_decode(self, src: Tensor, bos_id: int, eos_id: int, max_new_tokens: int) -> Tensor:
+        """Greedy decoding, one token per step carrying the recurrent state.
+
+        Returns: as ``TransformerSeq2Seq.greedy_decode``.
+        """
+        state = self.encode(src)
+
+        def next_logits(ys: Tensor) -> Tensor:
+            nonlocal state
+            logits, state = self.decode(ys[:, -1:], state)  # feed only the newest token
+            return logits[:, -1]
+
+        return _greedy_loop(
+            next_logits, src.shape[0], src.device, bos_id, eos_id, self.pad_id, max_new_tokens
+        )

@@ -1,0 +1,197 @@
+"""Pre-LN transformer blocks and the transformer backbone.
+
+Pre-LN (normalise before each sub-layer, add the residual after) trains stably
+without warm-up tricks and matches ``nn.TransformerEncoderLayer(norm_first=True)``:
+
+    x = x + Dropout(Attention(LN1(x)))
+    x = x + Dropout(FFN(LN2(x)))
+
+LayerNorm convention (no affine): [1, 2, 3, 4] has mean 2.5 and variance 1.25, so
+it normalises to [-1.342, -0.447, 0.447, 1.342].
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from .attention import MultiHeadAttention
+from .positional import build_positional
+
+
+class FeedForward(nn.Module):
+    """Position-wise MLP: Linear(d, d_ff) -> GELU -> Dropout -> Linear(d_ff, d)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(d_model, d_ff)
+        self.act = nn.GELU()
+        self.drop = nn.Dropout(dropout)
+        self.fc2 = nn.Linear(d_ff, d_model)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """(B, T, d) -> (B, T, d)."""
+        return self.fc2(self.drop(self.act(self.fc1(x))))
+
+
+class EncoderBlock(nn.Module):
+    """Pre-LN self-attention + FFN block.
+
+    Args:
+        d_model: model width d.
+        n_heads: attention heads H (must divide d_model).
+        d_ff: hidden width of the FFN.
+        dropout: dropout on attention weights, inside the FFN and on each sub-layer output.
+        residual: keep the skip connections; False is the no-residual ablation
+            (``x = Dropout(Attention(LN1(x)))``, ``x = Dropout(FFN(LN2(x)))``).
+    """
+
+    def __init__(
+        self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, residual: bool = True
+    ) -> None:
+        super().__init__()
+        self.residual = residual
+        self.ln1 = nn.LayerNorm(d_model)
+        self.attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.ffn = FeedForward(d_model, d_ff, dropout)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(
+        self,
+        x: Tensor,
+        *,
+        key_padding_mask: Tensor | None = None,
+        causal: bool = False,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """(B, T, d) -> (B, T, d), plus attention weights (B, H, T, T) if asked for.
+
+        ``key_padding_mask`` is (B, T) bool with True at padding.
+        """
+        a, weights = self.attn(
+            self.ln1(x), key_padding_mask=key_padding_mask, causal=causal, need_weights=need_weights
+        )
+        x = self._add(x, a)
+        return self._add(x, self.ffn(self.ln2(x))), weights
+
+    def _add(self, x: Tensor, sub: Tensor) -> Tensor:
+        # The residual flag lives here so both sub-layers honour it the same way.
+        return x + self.drop(sub) if self.residual else self.drop(sub)
+
+
+class DecoderBlock(nn.Module):
+    """Pre-LN decoder block: causal self-attention, cross-attention to memory, FFN.
+
+    Matches ``nn.TransformerDecoderLayer(norm_first=True)``. The memory is not
+    normalised here: the encoder's final LayerNorm already did it.
+
+    Args: as for ``EncoderBlock``.
+    """
+
+    def __init__(
+        self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, residual: bool = True
+    ) -> None:
+        super().__init__()
+        self.residual = residual
+        self.ln1 = nn.LayerNorm(d_model)
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.ln3 = nn.LayerNorm(d_model)
+        self.ffn = FeedForward(d_model, d_ff, dropout)
+        self.drop = nn.Dropout(dropout)
+
+    def _add(self, x: Tensor, sub: Tensor) -> Tensor:
+        return x + self.drop(sub) if self.residual else self.drop(sub)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        *,
+        tgt_padding_mask: Tensor | None = None,
+        memory_padding_mask: Tensor | None = None,
+    ) -> Tensor:
+        """Decode one layer.
+
+        Args:
+            x: decoder stream (B, T, d).
+            memory: encoder output (B, S, d).
+            tgt_padding_mask: (B, T) bool, True at target padding. Optional: the causal
+                mask already hides trailing padding from every real position.
+            memory_padding_mask: (B, S) bool, True at source padding.
+
+        Returns:
+            (B, T, d).
+        """
+        a, _ = self.self_attn(self.ln1(x), key_padding_mask=tgt_padding_mask, causal=True)
+        x = self._add(x, a)
+        c, _ = self.cross_attn(self.ln2(x), memory, key_padding_mask=memory_padding_mask)
+        x = self._add(x, c)
+        return self._add(x, self.ffn(self.ln3(x)))
+
+
+class TransformerBackbone(nn.Module):
+    """Transformer encoder stack, bidirectional or causal: (B, T, d) -> (B, T, d).
+
+    Positional encoding + dropout, ``n_layers`` pre-LN ``EncoderBlock``s, final LayerNorm.
+
+    Args:
+        d_model: model width d.
+        n_layers: number of blocks.
+        n_heads: attention heads H; must divide d_model.
+        d_ff: FFN hidden width; None means 4 * d_model.
+        dropout: dropout probability throughout.
+        pos_mode: positional encoding, one of "sinusoidal", "learnable", "none".
+        residual: keep the skip connections (False = no-residual ablation).
+        causal: position t attends only to positions <= t (decoder-only / streaming use).
+        max_len: longest sequence the positional table covers.
+    """
+
+    def __init__(
+        self,
+        d_model: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 4,
+        d_ff: int | None = None,
+        dropout: float = 0.1,
+        pos_mode: str = "sinusoidal",
+        residual: bool = True,
+        causal: bool = False,
+        max_len: int = 512,
+    ) -> None:
+        super().__init__()
+        self.causal = causal
+        d_ff = 4 * d_model if d_ff is None else d_ff
+        self.pos = build_positional(pos_mode, d_model, max_len)
+        self.drop = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(
+            EncoderBlock(d_model, n_heads, d_ff, dropout, residual) for _ in range(n_layers)
+        )
+        self.ln_f = nn.LayerNorm(d_model)
+
+    def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
+        """(B, T, d) -> (B, T, d); ``padding_mask`` (B, T) bool, True at padding."""
+        h = self.drop(self.pos(x))
+        for block in self.blocks:
+            h, _ = block(h, key_padding_mask=padding_mask, causal=self.causal)
+        return self.ln_f(h)
+
+    def attention_maps(self, x: Tensor, padding_mask: Tensor | None = None) -> list[Tensor]:
+        """Per-layer attention weights for visualisation (no gradients).
+
+        Call in eval mode, or dropout will perturb the maps of later layers.
+
+        Returns:
+            One (B, H, T, T) tensor per layer; each row sums to 1 over the keys.
+        """
+        maps = []
+        with torch.no_grad():
+            h = self.drop(self.pos(x))
+            for block in self.blocks:
+                h, w = block(
+                    h, key_padding_mask=padding_mask, causal=self.causal, need_weights=True
+                )
+                maps.append(w)
+        return maps

@@ -1,0 +1,26 @@
+"""LightningModules ("systems"): loss, metrics, optimizer and schedule around a network.
+
+``SYSTEMS`` maps a data module's ``task_kind`` to the system that trains it.
+"""
+
+from lit_seq.systems.base import SequenceSystem
+from lit_seq.systems.binary import StepBinary
+from lit_seq.systems.classification import SequenceClassification
+from lit_seq.systems.regression import StepRegression
+from lit_seq.systems.seq2seq import Seq2Seq
+
+SYSTEMS: dict[str, type[SequenceSystem]] = {
+    "classification": SequenceClassification,
+    "regression": StepRegression,
+    "binary": StepBinary,
+    "seq2seq": Seq2Seq,
+}
+
+__all__ = [
+    "SYSTEMS",
+    "Seq2Seq",
+    "SequenceClassification",
+    "SequenceSystem",
+    "StepBinary",
+    "StepRegression",
+]

@@ -1,0 +1,179 @@
+"""The shared LightningModule anatomy of every lit_seq system.
+
+A *system* (Lightning's "systems vs models" split) receives a plain ``nn.Module`` network
+and owns what training needs around it: loss, metrics, optimizer and schedule. The four
+subclasses differ only in the network they build, their loss and their metrics; this
+base class owns the backbone options, the optimizer and schedule, and the logging keys
+``train/loss``, ``lr``, ``val/<metric>``, ``test/<metric>`` and ``test_len{L}/<metric>``.
+"""
+
+import math
+
+import lightning as L
+import torch
+from torch import Tensor, nn
+from torchmetrics import MetricCollection
+
+from lit_seq.models import BACKBONES, build_backbone, count_parameters
+from lit_seq.systems.schedules import SCHEDULES, schedule_factor
+
+OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
+
+
+def check_choice(field: str, value: object, allowed) -> None:
+    """Raise one clear line when ``value`` is not among ``allowed``."""
+    if value not in allowed:
+        raise ValueError(f"{field}={value!r} is not one of {sorted(allowed)}")
+
+
+class SequenceSystem(L.LightningModule):
+    """Base of the four systems; never instantiated directly.
+
+    Subclasses set ``self.net`` and implement :meth:`loss`, :meth:`build_metrics` and
+    :meth:`evaluate`. ``main_metric`` names the metric that result tables lead with.
+    """
+
+    main_metric: str = "acc"
+
+    def __init__(
+        self,
+        in_features: int = 1,
+        out_features: int = 1,
+        max_len: int = 512,
+        arch: str = "transformer",
+        d_model: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 4,
+        d_ff: int | None = None,
+        dropout: float = 0.1,
+        pos_mode: str = "sinusoidal",
+        residual: bool = True,
+        bidirectional: bool = False,
+        optimizer: str = "adamw",
+        lr: float = 1e-3,
+        weight_decay: float = 0.0,
+        schedule: str = "noam",
+        warmup_steps: int = 100,
+    ) -> None:
+        """
+        Args:
+            in_features: Input features per step, or the vocabulary size for token tasks.
+                Linked from the data module; no need to set it.
+            out_features: Classes, outputs per step, or vocabulary size. Linked from the data.
+            max_len: Longest sequence the model will see (sizes positional tables). Linked.
+            arch: Backbone: ``transformer``, ``rnn`` or ``lstm``.
+            d_model: Width of the embeddings and of the backbone's hidden state.
+            n_layers: Number of transformer blocks or stacked recurrent layers.
+            n_heads: Attention heads (transformer only); must divide ``d_model``.
+            d_ff: Feed-forward width (transformer only); ``None`` means ``4 * d_model``.
+            dropout: Dropout probability inside the backbone.
+            pos_mode: Positional encoding (transformer only): ``sinusoidal``,
+                ``learnable`` or ``none``.
+            residual: Keep the residual connections (transformer only); ``False`` is the
+                no-residual ablation.
+            bidirectional: Read the sequence both ways (rnn/lstm, non-causal tasks only).
+            optimizer: ``adam`` or ``adamw``.
+            lr: Peak learning rate (the schedules scale it by a factor <= 1).
+            weight_decay: Weight decay of the optimizer.
+            schedule: ``noam`` (warm-up, then 1/sqrt(step)), ``cosine`` (warm-up, then
+                cosine to zero) or ``constant``.
+            warmup_steps: Warm-up length of the ``noam`` and ``cosine`` schedules.
+        """
+        super().__init__()
+        check_choice("arch", arch, BACKBONES)
+        check_choice("optimizer", optimizer, OPTIMIZERS)
+        check_choice("schedule", schedule, SCHEDULES)
+        if lr <= 0:
+            raise ValueError(f"lr={lr} must be > 0")
+        # collects the subclass's arguments too: it walks up the chain of __init__ frames
+        self.save_hyperparameters()
+        self.val_metrics = self.build_metrics().clone(prefix="val/")
+        # one metric collection per test set, created in setup() once the data is known
+        self.test_metrics = nn.ModuleDict()
+
+    # -- what subclasses provide ---------------------------------------------------------
+
+    def build_metrics(self) -> MetricCollection:
+        raise NotImplementedError
+
+    def loss(self, batch: dict[str, Tensor]) -> Tensor:
+        """Training loss of one batch."""
+        raise NotImplementedError
+
+    def evaluate(self, batch: dict[str, Tensor], metrics: MetricCollection) -> Tensor:
+        """Update ``metrics`` with one evaluation batch and return its loss."""
+        raise NotImplementedError
+
+    # -- helpers for subclasses ----------------------------------------------------------
+
+    def make_backbone(self, causal: bool, extra_positions: int = 0) -> nn.Module:
+        """The configured backbone; ``extra_positions`` are tokens the network prepends."""
+        hp = self.hparams
+        return build_backbone(
+            hp.arch,
+            d_model=hp.d_model,
+            n_layers=hp.n_layers,
+            n_heads=hp.n_heads,
+            d_ff=hp.d_ff,
+            dropout=hp.dropout,
+            pos_mode=hp.pos_mode,
+            residual=hp.residual,
+            causal=causal,
+            max_len=hp.max_len + extra_positions,
+            bidirectional=hp.bidirectional,
+        )
+
+    @property
+    def num_parameters(self) -> int:
+        return count_parameters(self.net)
+
+    # -- Lightning hooks, in Lightning's order -------------------------------------------
+
+    def setup(self, stage: str) -> None:
+        datamodule = getattr(self.trainer, "datamodule", None)
+        prefixes = getattr(datamodule, "test_prefixes", ["test"])
+        for prefix in prefixes:
+            if prefix not in self.test_metrics:
+                self.test_metrics[prefix] = self.build_metrics().clone(prefix=f"{prefix}/")
+
+    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
+        loss = self.loss(batch)
+        self.log("train/loss", loss, prog_bar=True)
+        self.log("lr", self.optimizers().param_groups[0]["lr"])
+        return loss
+
+    def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        loss = self.evaluate(batch, self.val_metrics)
+        self.log("val/loss", loss, prog_bar=True)
+        self.log_dict(self.val_metrics)
+
+    def on_validation_epoch_end(self) -> None:
+        # a diverged run must fail loudly so a grid records it instead of a table of NaNs
+        val_loss = self.trainer.callback_metrics.get("val/loss")
+        if val_loss is not None and not self.trainer.sanity_checking:
+            if not math.isfinite(float(val_loss)):
+                raise FloatingPointError(
+                    f"val/loss is {float(val_loss)} at step {self.global_step}: training diverged"
+                )
+
+    def test_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
+        prefix = list(self.test_metrics.keys())[dataloader_idx]
+        metrics = self.test_metrics[prefix]
+        loss = self.evaluate(batch, metrics)
+        self.log(f"{prefix}/loss", loss, add_dataloader_idx=False)
+        self.log_dict(metrics, add_dataloader_idx=False)
+
+    def configure_optimizers(self):
+        hp = self.hparams
+        # fused kernels only exist for CUDA parameters
+        fused = {"fused": True} if self.device.type == "cuda" else {}
+        optimizer = OPTIMIZERS[hp.optimizer](
+            self.parameters(), lr=hp.lr, weight_decay=hp.weight_decay, **fused
+        )
+        total = int(self.trainer.estimated_stepping_batches) if self._trainer else 1
+        factor = schedule_factor(hp.schedule, hp.warmup_steps, total)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
+        }

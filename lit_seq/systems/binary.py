@@ -1,0 +1,52 @@
+"""Per-step binary prediction: a bit at every position (``echo``)."""
+
+import torch.nn.functional as F
+from torch import Tensor
+from torchmetrics import MetricCollection
+
+from lit_seq.models import PerStepHead
+from lit_seq.systems.base import SequenceSystem
+from lit_seq.systems.metrics import SequenceExactMatch, StepAccuracy
+
+
+class StepBinary(SequenceSystem):
+    """Backbone + per-step logit, trained with BCE on the scored positions only.
+
+    The batch's ``mask`` marks the scored positions (echo: t >= lag, where the target is
+    defined by the input); ``acc`` is per-step accuracy there and ``exact`` the fraction
+    of sequences right at every scored position.
+    """
+
+    main_metric = "acc"
+
+    def __init__(self, causal: bool = True, **kwargs) -> None:
+        """
+        Args:
+            causal: Position t sees only positions <= t.
+            **kwargs: Backbone and optimizer options of :class:`SequenceSystem`.
+        """
+        super().__init__(**kwargs)
+        hp = self.hparams
+        self.net = PerStepHead(
+            self.make_backbone(causal=causal),
+            in_features=hp.in_features,
+            out_features=1,
+            d_model=hp.d_model,
+        )
+
+    def build_metrics(self) -> MetricCollection:
+        return MetricCollection(
+            {"acc": StepAccuracy(), "exact": SequenceExactMatch()}, compute_groups=False
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.net(x).squeeze(-1)  # (B, T) logits
+
+    def loss(self, batch: dict[str, Tensor]) -> Tensor:
+        logits, mask = self(batch["x"]), batch["mask"]
+        return F.binary_cross_entropy_with_logits(logits[mask], batch["y"][mask])
+
+    def evaluate(self, batch: dict[str, Tensor], metrics: MetricCollection) -> Tensor:
+        logits, y, mask = self(batch["x"]), batch["y"], batch["mask"]
+        metrics.update((logits > 0).to(y.dtype), y, mask=mask)
+        return F.binary_cross_entropy_with_logits(logits[mask], y[mask])

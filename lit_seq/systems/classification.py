@@ -1,0 +1,67 @@
+"""Sequence classification: one label per sequence (the ``signal`` task)."""
+
+import torch.nn.functional as F
+from torch import Tensor
+from torchmetrics import MetricCollection
+from torchmetrics.classification import (
+    MulticlassAccuracy,
+    MulticlassConfusionMatrix,
+    MulticlassF1Score,
+)
+
+from lit_seq.models import SequenceClassifier
+from lit_seq.systems.base import SequenceSystem
+
+
+class SequenceClassification(SequenceSystem):
+    """Encoder + readout + linear head, trained with label-smoothed cross-entropy.
+
+    Logs ``acc`` and macro ``f1``; the confusion matrix of the training-length test set
+    is kept in ``self.confusion`` for the plotting callback.
+    """
+
+    main_metric = "acc"
+
+    def __init__(self, readout: str = "mean", label_smoothing: float = 0.1, **kwargs) -> None:
+        """
+        Args:
+            readout: How the sequence becomes one vector: ``mean`` (average over real
+                positions), ``cls`` (a learnable token prepended to the sequence) or
+                ``last`` (the last real position).
+            label_smoothing: Mass spread uniformly over all classes in the target.
+            **kwargs: Backbone and optimizer options of :class:`SequenceSystem`.
+        """
+        super().__init__(**kwargs)
+        hp = self.hparams
+        self.net = SequenceClassifier(
+            # the cls readout prepends one token, so the positional table needs one more row
+            self.make_backbone(causal=False, extra_positions=int(readout == "cls")),
+            in_features=hp.in_features,
+            num_classes=hp.out_features,
+            d_model=hp.d_model,
+            readout=readout,
+        )
+        self.confusion = MulticlassConfusionMatrix(num_classes=hp.out_features)
+
+    def build_metrics(self) -> MetricCollection:
+        n = self.hparams.out_features
+        return MetricCollection(
+            {
+                "acc": MulticlassAccuracy(num_classes=n, average="micro"),
+                "f1": MulticlassF1Score(num_classes=n, average="macro"),
+            }
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.net(x)  # (B, n_classes)
+
+    def loss(self, batch: dict[str, Tensor]) -> Tensor:
+        logits = self(batch["x"])
+        return F.cross_entropy(logits, batch["y"], label_smoothing=self.hparams.label_smoothing)
+
+    def evaluate(self, batch: dict[str, Tensor], metrics: MetricCollection) -> Tensor:
+        logits = self(batch["x"])
+        metrics.update(logits, batch["y"])
+        if metrics.prefix == "test/":  # the training-length test set
+            self.confusion.update(logits, batch["y"])
+        return F.cross_entropy(logits, batch["y"], label_smoothing=self.hparams.label_smoothing)

@@ -1,0 +1,63 @@
+"""Masked per-step accuracy and whole-sequence exact match.
+
+Echo (bits), parity_sum (rounded sums) and seq2seq (greedy tokens) are all judged the
+same way once their predictions are made discrete: how many scored positions are right,
+and how many sequences are right at every scored position. The mask says which positions
+are scored (echo skips t < lag, seq2seq skips padding).
+"""
+
+import torch
+from torch import Tensor
+from torchmetrics import Metric
+
+
+def _check_shapes(preds: Tensor, target: Tensor, mask: Tensor | None) -> Tensor:
+    if preds.shape != target.shape:
+        raise ValueError(f"preds shape {tuple(preds.shape)} != target shape {tuple(target.shape)}")
+    if mask is None:
+        return torch.ones_like(target, dtype=torch.bool)
+    if mask.shape != target.shape:
+        raise ValueError(f"mask shape {tuple(mask.shape)} != target shape {tuple(target.shape)}")
+    return mask.bool()
+
+
+class StepAccuracy(Metric):
+    """Fraction of scored positions where ``preds == target``; inputs (B, T)."""
+
+    higher_is_better = True
+    full_state_update = False
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.add_state("correct", default=torch.tensor(0.0), dist_reduce_fx="sum")
+        self.add_state("total", default=torch.tensor(0.0), dist_reduce_fx="sum")
+
+    def update(self, preds: Tensor, target: Tensor, mask: Tensor | None = None) -> None:
+        mask = _check_shapes(preds, target, mask)
+        self.correct += ((preds == target) & mask).sum()
+        self.total += mask.sum()
+
+    def compute(self) -> Tensor:
+        return self.correct / self.total.clamp(min=1)
+
+
+class SequenceExactMatch(Metric):
+    """Fraction of sequences whose every scored position is right; inputs (B, T)."""
+
+    higher_is_better = True
+    full_state_update = False
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.add_state("correct", default=torch.tensor(0.0), dist_reduce_fx="sum")
+        self.add_state("total", default=torch.tensor(0.0), dist_reduce_fx="sum")
+
+    def update(self, preds: Tensor, target: Tensor, mask: Tensor | None = None) -> None:
+        mask = _check_shapes(preds, target, mask)
+        # a position outside the mask counts as right
+        row_ok = ((preds == target) | ~mask).all(dim=1)  # (B,)
+        self.correct += row_ok.sum()
+        self.total += row_ok.numel()
+
+    def compute(self) -> Tensor:
+        return self.correct / self.total.clamp(min=1)

@@ -1,0 +1,48 @@
+"""Weights & Biases set-up shared by single fits and grid summaries.
+
+W&B is on by default and never needs a network: without an API key it writes real
+offline run files (``wandb sync DIR`` uploads them later). ``off`` disables it.
+"""
+
+import netrc
+import os
+from pathlib import Path
+
+WANDB_MODES = ("auto", "online", "offline", "off")
+
+
+def wandb_api_key_configured() -> bool:
+    """True when an API key is in the environment or in ``~/.netrc`` (``wandb login``)."""
+    if os.environ.get("WANDB_API_KEY"):
+        return True
+    try:
+        return netrc.netrc().authenticators("api.wandb.ai") is not None
+    except (FileNotFoundError, netrc.NetrcParseError, OSError):
+        return False
+
+
+def resolve_wandb_mode(mode: str) -> str:
+    """Turn the user's choice into ``online``, ``offline`` or ``off``.
+
+    ``auto`` honours ``WANDB_MODE`` when set (``disabled`` counts as ``off``), else goes
+    online only when an API key is configured.
+    """
+    if mode not in WANDB_MODES:
+        raise ValueError(f"wandb={mode!r} is not one of {list(WANDB_MODES)}")
+    if mode != "auto":
+        return mode
+    env = os.environ.get("WANDB_MODE", "").lower()
+    if env in ("disabled", "off"):
+        return "off"
+    if env in ("online", "offline"):
+        return env
+    return "online" if wandb_api_key_configured() else "offline"
+
+
+def wandb_run_path(run) -> str:
+    """A string that finds the run again: ``entity/project/id`` online, the folder offline."""
+    if run is None:
+        return ""
+    if getattr(run, "offline", False) or run.settings.mode == "offline":
+        return str(Path(run.dir).parent)
+    return run.path
