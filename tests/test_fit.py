@@ -95,7 +95,7 @@ def test_help_documents_the_model_options(capsys):
         )
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
-    for option in ("--model.init_args.pos_mode", "--model.init_args.readout", "learnable"):
+    for option in ("--model.pos_mode", "--model.readout", "learnable", "cls"):
         assert option in text
 
 

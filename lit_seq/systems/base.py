@@ -150,11 +150,14 @@ class SequenceSystem(L.LightningModule):
     def on_validation_epoch_end(self) -> None:
         # a diverged run must fail loudly so a grid records it instead of a table of NaNs
         val_loss = self.trainer.callback_metrics.get("val/loss")
-        if val_loss is not None and not self.trainer.sanity_checking:
-            if not math.isfinite(float(val_loss)):
-                raise FloatingPointError(
-                    f"val/loss is {float(val_loss)} at step {self.global_step}: training diverged"
-                )
+        if (
+            val_loss is not None
+            and not self.trainer.sanity_checking
+            and not math.isfinite(float(val_loss))
+        ):
+            raise FloatingPointError(
+                f"val/loss is {float(val_loss)} at step {self.global_step}: training diverged"
+            )
 
     def test_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
         prefix = list(self.test_metrics.keys())[dataloader_idx]
