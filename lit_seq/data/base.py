@@ -52,6 +52,11 @@ class TensorDictDataset(Dataset):
         self.tensors = tensors
         self._len = next(iter(lengths.values()))
 
+    def to(self, device: torch.device | str) -> "TensorDictDataset":
+        """Move every tensor to `device` (in place); returns self."""
+        self.tensors = {name: t.to(device) for name, t in self.tensors.items()}
+        return self
+
     def __len__(self) -> int:
         return self._len
 
@@ -168,7 +173,18 @@ class SyntheticDataModule(L.LightningDataModule):
         for index, (n, length) in enumerate(zip(split_sizes, split_lengths, strict=True)):
             generator = torch.Generator().manual_seed(self.seed * _SPLIT_STRIDE + index)
             splits.append(TensorDictDataset(self._generate(n, length, generator)))
+        # On a GPU the whole (small) dataset lives on the device: a batch is then one index
+        # on the device, with no host-to-device copy per step.
+        device = self._training_device()
+        if device.type != "cpu":
+            splits = [split.to(device) for split in splits]
         self.train_set, self.val_set, *self.test_sets = splits
+
+    def _training_device(self) -> torch.device:
+        trainer = getattr(self, "trainer", None)
+        if trainer is None:
+            return torch.device("cpu")
+        return trainer.strategy.root_device
 
     def train_dataloader(self) -> DataLoader:
         return batch_loader(self._ready(self.train_set), self.batch_size, True, self.seed)
