@@ -20,7 +20,7 @@ import torch
 from jsonargparse import ArgumentError
 from lightning.pytorch import Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint, RichProgressBar
-from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import CSVLogger, WandbLogger
 
 from lit_seq.callbacks import AttentionMapLogger, ConfusionMatrixLogger, TrainTimer
@@ -42,6 +42,16 @@ logging.getLogger("lightning.fabric.utilities.seed").setLevel(logging.WARNING)
 
 class BadInput(ValueError):
     """A configuration problem found before training; shown as one line, no traceback."""
+
+
+class SaveAndLogConfig(SaveConfigCallback):
+    """Writes ``config.yaml`` to the run folder and sends the full config to W&B too."""
+
+    def save_config(self, trainer: Trainer, pl_module, stage: str) -> None:
+        config = self.config.clone().as_dict()
+        for logger in trainer.loggers:
+            if isinstance(logger, WandbLogger):
+                logger.experiment.config.update({"cli": config}, allow_val_change=True)
 
 
 class LitSeqCLI(LightningCLI):
@@ -171,7 +181,8 @@ def build_cli(args: list[str] | None = None) -> LitSeqCLI:
                 "devices": 1,
                 "precision": "bf16-mixed" if accelerated else "32-true",
             },
-            save_config_kwargs={"overwrite": True},
+            save_config_callback=SaveAndLogConfig,
+            save_config_kwargs={"overwrite": True, "save_to_log_dir": True},
             parser_kwargs={"exit_on_error": False},
             run=False,
             args=args,
@@ -202,6 +213,14 @@ def _one_line(error: BaseException) -> str:
 
 def run(cli: LitSeqCLI) -> dict:
     """Fit, test on the best checkpoint (all test sets), write and return the metrics."""
+    try:
+        return _fit_and_test(cli)
+    finally:
+        # also after a failure, so a later run in this process never logs into this one
+        _finish_wandb(cli.trainer)
+
+
+def _fit_and_test(cli: LitSeqCLI) -> dict:
     trainer, model, datamodule = cli.trainer, cli.model, cli.datamodule
     trainer.fit(model, datamodule=datamodule, ckpt_path=cli.config.ckpt_path)
     timer = next(c for c in trainer.callbacks if isinstance(c, TrainTimer))
@@ -230,7 +249,6 @@ def run(cli: LitSeqCLI) -> dict:
         "metrics": metrics,
     }
     atomic_write_json(Path(cli.run_dir) / METRICS_FILE, record)
-    _finish_wandb(trainer)
     return record
 
 

@@ -1,0 +1,246 @@
+"""Grid specs: load and validate ``ablations/*.yaml``, expand a grid into its runs.
+
+A grid is a name, seeds, shared overrides and a list of blocks; each block is a base config
+plus axes, so an axis that only makes sense for one model (``readout`` for the classifier,
+``pos_mode`` for the transformer) lives in its own block::
+
+    name: readout
+    seeds: [0, 1]
+    overrides: {steps: 300}          # every run
+    blocks:
+      - name: signal
+        axes: {task: [signal], arch: [transformer], readout: [mean, cls, last]}
+
+A block names its base config with ``config: configs/echo/lstm.yaml`` or with ``task`` and
+``arch`` axes (-> ``configs/<task>/<arch>.yaml``). Later settings win: grid overrides, then
+block overrides, then the block's axes. :func:`expand` is pure: a spec in, runs out.
+"""
+
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from lit_seq.ablate.axes import AXES, check_paths_apply, check_value, config_path
+from lit_seq.ablate.common import BadGrid, format_value
+
+REPO = Path(__file__).resolve().parents[2]
+GRID_KEYS = ("name", "description", "seeds", "overrides", "blocks")
+BLOCK_KEYS = ("name", "config", "axes", "overrides")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training run of a grid: one cell (block + axis values) and one seed."""
+
+    run_id: str  # {cell}__seed={seed}: stable, unique, a safe file name
+    block: str
+    cell: str  # {block}__{axis}={value}__...
+    axes: dict  # axis key -> value, in the order the block lists them
+    seed: int
+    config: str  # base config, relative to the repository when inside it
+    overrides: tuple[str, ...]  # LightningCLI arguments after --config
+    index: int = 0  # position in the grid: the order of the tables
+
+    def __hash__(self) -> int:  # axes is a dict, so the generated hash would fail
+        return hash(self.run_id)
+
+
+def _check_keys(data: object, allowed: tuple[str, ...], where: str) -> dict:
+    if not isinstance(data, dict):
+        raise BadGrid(f"{where}: expected a mapping with keys {list(allowed)}, got {data!r}")
+    unknown = [k for k in data if k not in allowed]
+    if unknown:
+        raise BadGrid(f"{where}: unknown key {unknown[0]!r}; allowed keys are {list(allowed)}")
+    return data
+
+
+def _check_name(name: object, where: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise BadGrid(f"{where}: name={name!r} must be letters, digits, '_', '-' or '.'")
+    return name
+
+
+def _check_overrides(overrides: object, where: str) -> dict:
+    if overrides is None:
+        return {}
+    if not isinstance(overrides, dict):
+        raise BadGrid(f"{where}: overrides must be a mapping of key: value, got {overrides!r}")
+    for key, value in overrides.items():
+        if key == "task":
+            raise BadGrid(f"{where}: task is not an override; give it as an axis or use config:")
+        config_path(str(key), where)
+        check_value(key, value, f"{where}: overrides")
+    return dict(overrides)
+
+
+def _check_axes(axes: object, where: str) -> dict:
+    if axes is None:
+        return {}
+    if not isinstance(axes, dict):
+        raise BadGrid(f"{where}: axes must be a mapping of key: [values], got {axes!r}")
+    for key, values in axes.items():
+        config_path(str(key), where)
+        if not isinstance(values, list) or not values:
+            raise BadGrid(f"{where}: axis {key!r} must be a non-empty list, got {values!r}")
+        for value in values:
+            check_value(key, value, where)
+        if len({format_value(v) for v in values}) != len(values):
+            raise BadGrid(f"{where}: axis {key!r} repeats a value: {values!r}")
+    return dict(axes)
+
+
+def resolve_config(value: object, where: str) -> str:
+    """A block's ``config:`` as stored: repository-relative when inside it, else absolute."""
+    if not isinstance(value, str) or not value:
+        raise BadGrid(f"{where}: config must be a path to a YAML file, got {value!r}")
+    path = Path(value)
+    candidates = [path] if path.is_absolute() else [Path.cwd() / path, REPO / path]
+    found = next((p.resolve() for p in candidates if p.is_file()), None)
+    if found is None:
+        raise BadGrid(f"{where}: base config {value!r} does not exist")
+    return str(found.relative_to(REPO)) if found.is_relative_to(REPO) else str(found)
+
+
+def parse_spec(raw: object, where: str = "grid") -> dict:
+    """Validate a loaded grid and return it normalized (every key present)."""
+    raw = _check_keys(raw, GRID_KEYS, where)
+    name = _check_name(raw.get("name"), where)
+    seeds = raw.get("seeds", [0])
+    if (
+        not isinstance(seeds, list)
+        or not seeds
+        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+        or len(set(seeds)) != len(seeds)
+    ):
+        raise BadGrid(f"{where}: seeds must be a non-empty list of distinct integers >= 0")
+    blocks = raw.get("blocks")
+    if not isinstance(blocks, list) or not blocks:
+        raise BadGrid(f"{where}: blocks must be a non-empty list")
+    spec = {
+        "name": name,
+        "description": str(raw.get("description", "")),
+        "seeds": seeds,
+        "overrides": _check_overrides(raw.get("overrides"), where),
+        "blocks": [],
+    }
+    for i, block in enumerate(blocks):
+        block = _check_keys(block, BLOCK_KEYS, f"{where}: blocks[{i}]")
+        bwhere = f"{where}: block {block.get('name', i)!r}"
+        axes = _check_axes(block.get("axes"), bwhere)
+        config = block.get("config")
+        if config is not None:
+            if "task" in axes:
+                raise BadGrid(f"{bwhere}: a block with config: cannot vary task (it picks config)")
+            config = resolve_config(config, bwhere)
+        elif "task" not in axes or "arch" not in axes:
+            raise BadGrid(f"{bwhere}: give config: or both task and arch axes")
+        spec["blocks"].append(
+            {
+                "name": _check_name(block.get("name", f"block{i}"), bwhere),
+                "config": config,
+                "axes": axes,
+                "overrides": _check_overrides(block.get("overrides"), bwhere),
+            }
+        )
+    names = [b["name"] for b in spec["blocks"]]
+    if len(set(names)) != len(names):
+        raise BadGrid(f"{where}: block names must be distinct, got {names}")
+    return spec
+
+
+def load_spec(path: Path) -> dict:
+    """Read (safely) and validate a grid file; BadGrid with one line on any problem."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as err:
+        raise BadGrid(f"cannot read grid file {str(path)!r}: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or " ".join(str(err).split())
+        raise BadGrid(f"{path.name}: malformed YAML: {problem}{at}") from None
+    return parse_spec(raw, path.name)
+
+
+def _id_part(key: str, value: object) -> str:
+    key = key.replace(".init_args.", ".")  # model.init_args.dropout -> model.dropout
+    return f"{key}={_UNSAFE.sub('_', format_value(value)).strip('_')}"
+
+
+def _args(settings: dict) -> list[str]:
+    return [f"--{config_path(k, 'grid')}={format_value(v)}" for k, v in settings.items()]
+
+
+def expand(spec: dict) -> list[Run]:
+    """All runs of ``spec``: blocks in order, then the axes' product (first axis outermost),
+    then seeds (innermost). Pure; raises BadGrid if two runs would share an id."""
+    runs: list[Run] = []
+    for block in spec["blocks"]:
+        keys = list(block["axes"])
+        for combo in itertools.product(*block["axes"].values()):
+            axes = dict(zip(keys, combo, strict=True))
+            config = block["config"] or f"configs/{axes['task']}/{axes['arch']}.yaml"
+            # task (and arch, when it chose the config) are already in the base config
+            set_by_config = {"task"} | (set() if block["config"] else {"arch"})
+            cell_args = {k: v for k, v in axes.items() if k not in set_by_config}
+            cell = "__".join([block["name"], *(_id_part(k, v) for k, v in axes.items())])
+            for seed in spec["seeds"]:
+                overrides = [
+                    *_args(spec["overrides"]),
+                    *_args(block["overrides"]),
+                    *_args(cell_args),
+                    f"--seed_everything={seed}",
+                    f"--data.init_args.seed={seed}",  # the data varies with the seed too
+                ]
+                run = Run(
+                    run_id=f"{cell}__seed={seed}",
+                    block=block["name"],
+                    cell=cell,
+                    axes=axes,
+                    seed=seed,
+                    config=config,
+                    overrides=tuple(overrides),
+                    index=len(runs),
+                )
+                runs.append(run)
+    ids = [r.run_id for r in runs]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise BadGrid(f"{spec['name']}: two runs share the id {dup!r}; make axis values distinct")
+    if too_long := [i for i in ids if len(i) > 200]:
+        raise BadGrid(f"{spec['name']}: run id too long for a file name: {too_long[0][:80]}...")
+    return runs
+
+
+def config_file(config: str) -> Path:
+    """A run's base config (``Run.config``) as a path that works from any working directory."""
+    path = Path(config)
+    return path if path.is_absolute() else REPO / path
+
+
+def load_grid(path: Path) -> tuple[dict, list[Run]]:
+    """Load, validate and expand a grid; check every base config exists and accepts the
+    keys set on it. Everything that can be checked without training is checked here."""
+    path = Path(path)
+    spec = load_spec(path)
+    runs = expand(spec)
+    keys_by_base: dict[tuple[str, str], set[str]] = {}
+    for run in runs:
+        if not config_file(run.config).is_file():
+            raise BadGrid(
+                f"{path.name}: block {run.block!r}: base config {run.config!r} does not exist"
+            )
+        keys = {a.split("=", 1)[0][2:] for a in run.overrides} - {"seed_everything"}
+        keys_by_base.setdefault((run.block, run.config), set()).update(keys)
+    for (block, config), keys in keys_by_base.items():
+        check_paths_apply(config_file(config), sorted(keys), f"{path.name}: block {block!r}")
+    return spec, runs
+
+
+__all__ = ["AXES", "BadGrid", "Run", "expand", "load_grid", "load_spec", "parse_spec"]

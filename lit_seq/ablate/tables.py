@@ -1,0 +1,144 @@
+"""Result tables of a grid, built from its records alone.
+
+``runs``: one row per run (every axis, seed, size, speed, status, every test metric, W&B
+run, checkpoint). ``aggregate``: one row per cell (block + axis values) with the mean and
+std over its ok seeds of every metric, and ``n`` (ok seeds) and ``failed``. Both are saved
+as CSV, Parquet and Markdown; the aggregate's main metric is printed per task.
+"""
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from lit_seq.ablate.common import format_value
+from lit_seq.io import atomic_write_text
+
+ID_COLUMNS = ["run_id", "block", "cell", "task", "arch"]
+RUN_COLUMNS = ["seed", "main_metric", "params", "steps", "train_seconds", "samples_per_second"]
+STATUS_COLUMNS = ["status", "error", "warning", "wandb_run", "best_checkpoint"]
+MEAN_ONLY = ["params", "steps", "train_seconds", "samples_per_second"]
+
+
+def metric_order(key: str) -> tuple:
+    """``test/acc`` first, then ``test_len{L}/...`` by increasing L; metric names A-Z."""
+    prefix, _, name = key.partition("/")
+    length = re.fullmatch(r"test_len(\d+)", prefix)
+    return (int(length.group(1)) if length else 0, prefix, name)
+
+
+def axis_columns(records: list[dict]) -> list[str]:
+    """Every axis any block varies, in order of appearance (task and arch have own columns)."""
+    keys = dict.fromkeys(k for r in records for k in r.get("axis_order", r.get("axes", {})))
+    return [k for k in keys if k not in ("task", "arch")]
+
+
+def runs_table(records: list[dict]) -> pd.DataFrame:
+    """One row per record, ordered as in the grid."""
+    records = sorted(records, key=lambda r: (r.get("index", 0), r["run_id"]))
+    axes = axis_columns(records)
+    metrics = sorted({k for r in records for k in r.get("metrics", {})}, key=metric_order)
+    rows = []
+    for r in records:
+        row = {c: r.get(c) for c in ID_COLUMNS}
+        # axis values as text: one type per column, whatever each block put in it
+        row.update({a: format_value(r["axes"][a]) if a in r["axes"] else None for a in axes})
+        row.update({c: r.get(c) for c in RUN_COLUMNS + STATUS_COLUMNS})
+        row.update({m: r.get("metrics", {}).get(m) for m in metrics})
+        rows.append(row)
+    columns = ID_COLUMNS + axes + RUN_COLUMNS + STATUS_COLUMNS + metrics
+    return pd.DataFrame(rows, columns=columns)
+
+
+def metric_columns(runs: pd.DataFrame) -> list[str]:
+    return [c for c in runs.columns if "/" in c]
+
+
+def aggregate_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell: mean and std over its ok seeds (std is empty for one seed)."""
+    axes = [c for c in runs.columns if c not in ID_COLUMNS + RUN_COLUMNS + STATUS_COLUMNS]
+    axes = [c for c in axes if "/" not in c]
+    metrics = metric_columns(runs)
+    rows = []
+    for cell, group in runs.groupby("cell", sort=False):
+        ok = group[group["status"] == "ok"]
+        row = {"cell": cell}
+        for column in ["block", "task", "arch", *axes, "main_metric"]:
+            known = group[column].dropna()
+            row[column] = known.iloc[0] if len(known) else None
+        row.update(n=len(ok), failed=len(group) - len(ok))
+        for column in MEAN_ONLY:
+            row[column] = pd.to_numeric(ok[column]).mean() if len(ok) else math.nan
+        for column in metrics:
+            values = pd.to_numeric(ok[column])
+            row[f"{column}_mean"] = values.mean() if len(ok) else math.nan
+            row[f"{column}_std"] = values.std() if len(ok) > 1 else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _markdown_cell(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    """A GitHub Markdown table (no extra dependency), numbers to 4 significant digits."""
+    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
+    for row in table.itertuples(index=False):
+        lines.append("| " + " | ".join(_markdown_cell(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_tables(out_dir: Path, runs: pd.DataFrame, aggregate: pd.DataFrame) -> list[Path]:
+    """``runs`` and ``aggregate`` as ``.csv``, ``.parquet`` and ``.md`` in ``out_dir``."""
+    written = []
+    for name, table in (("runs", runs), ("aggregate", aggregate)):
+        base = Path(out_dir) / name
+        atomic_write_text(base.with_suffix(".csv"), table.to_csv(index=False))
+        atomic_write_text(base.with_suffix(".md"), to_markdown(table))
+        tmp = base.with_suffix(".parquet.tmp")
+        table.to_parquet(tmp, index=False)
+        tmp.replace(base.with_suffix(".parquet"))
+        written += [base.with_suffix(s) for s in (".csv", ".parquet", ".md")]
+    return written
+
+
+def _mean_std(mean: float, std: float) -> str:
+    if math.isnan(mean):
+        return "-"
+    return f"{mean:.3f}" if math.isnan(std) else f"{mean:.3f} ± {std:.3f}"
+
+
+def print_aggregate(aggregate: pd.DataFrame, console: Console | None = None) -> None:
+    """One table per task: the cells' main metric at the training length and beyond."""
+    console = console or Console()
+    for task, rows in aggregate.groupby("task", sort=False, dropna=False):
+        main = rows["main_metric"].dropna()
+        metric = main.iloc[0] if len(main) else "acc"
+        keys = [c[: -len("_mean")] for c in rows.columns if c.endswith(f"/{metric}_mean")]
+        keys = sorted((k for k in keys if rows[f"{k}_mean"].notna().any()), key=metric_order)
+        # only what tells the rows apart: the block and the axes that vary in this task
+        varying = [c for c in rows.columns[1 : list(rows.columns).index("main_metric")]]
+        varying = [c for c in varying if c != "task" and rows[c].nunique(dropna=False) > 1]
+        table = Table(title=f"{task}: {metric} (mean ± std over seeds)")
+        for column in varying or ["cell"]:
+            table.add_column(column)
+        table.add_column("n", justify="right")
+        for key in keys:
+            table.add_column(key.split("/")[0], justify="right")
+        show_failed = rows["failed"].sum() > 0
+        if show_failed:
+            table.add_column("failed", justify="right", style="red")
+        for _, row in rows.iterrows():
+            cells = [_markdown_cell(row[c]) for c in varying or ["cell"]]
+            cells += [str(row["n"])]
+            cells += [_mean_std(row[f"{k}_mean"], row[f"{k}_std"]) for k in keys]
+            table.add_row(*cells, *([str(row["failed"])] if show_failed else []))
+        console.print(table)

@@ -1,0 +1,293 @@
+"""The grid driver end to end, through the real command line (CPU, tiny runs).
+
+Each driver call pays two Lightning imports (driver + worker), so the grids here are tiny
+and the smoke grid's output is shared by the tests that only read it.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lit_seq.ablate.__main__ import main
+from lit_seq.ablate.records import read_records
+from lit_seq.ablate.spec import expand, load_grid, parse_spec
+from lit_seq.ablate.worker import execute_run
+from tests.helpers import REPO
+
+SMOKE = REPO / "ablations" / "smoke.yaml"
+# a few steps on a few examples: each run takes about a second
+TINY = """
+overrides:
+  steps: 6
+  val_every: 3
+  warmup_steps: 2
+  batch_size: 32
+  data.init_args.n_train: 64
+  data.init_args.n_val: 32
+  data.init_args.n_test: 32
+  data.init_args.gen_factors: [2]
+"""
+
+
+def driver(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "lit_seq.ablate", *map(str, args)]
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def write_grid(folder: Path, name: str, body: str) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(f"name: {name}\n{TINY}{body}")
+    return path
+
+
+def record_files(out: Path) -> list[str]:
+    return sorted(p.name for p in (out / "records").iterdir())
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("smoke") / "out"
+    started = time.perf_counter()
+    result = driver(SMOKE, "--out", out, "--workers", "1", "--wandb", "off")
+    print(f"smoke grid: {time.perf_counter() - started:.1f} s wall")
+    return out, result
+
+
+def test_smoke_grid_end_to_end(smoke):
+    out, result = smoke
+    assert result.returncode == 0, result.stderr[-2000:]
+    _, runs = load_grid(SMOKE)
+    assert record_files(out) == sorted(f"{r.run_id}.json" for r in runs)
+    table = pd.read_csv(out / "runs.csv")
+    assert list(table["run_id"]) == [r.run_id for r in runs]
+    assert set(table["status"]) == {"ok"}
+    every = ["arch", "pos_mode", "seed", "params", "steps", "train_seconds", "samples_per_second"]
+    every += ["wandb_run", "best_checkpoint", "test/acc", "test_len20/acc", "test_len40/acc"]
+    assert set(every) <= set(table.columns)
+    assert (table["steps"] == 20).all()
+    aggregate = pd.read_parquet(out / "aggregate.parquet")
+    assert list(aggregate["n"]) == [1, 1, 1]
+    assert "test_len40/acc_mean" in aggregate.columns
+    assert (out / "aggregate.md").read_text().startswith("| cell | block |")
+    assert (out / "plots" / "echo_arch.png").stat().st_size > 0
+    assert "[3/3] ok" in result.stdout and "echo: acc" in result.stdout
+
+
+def test_report_rebuilds_identical_tables(smoke, tmp_path):
+    out, _ = smoke
+    copy = tmp_path / "copy"
+    (copy / "records").mkdir(parents=True)
+    for path in (out / "records").iterdir():
+        (copy / "records" / path.name).write_bytes(path.read_bytes())
+    result = subprocess.run(
+        [sys.executable, "-m", "lit_seq.report", str(copy)], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    for name in ("runs.csv", "aggregate.csv", "runs.md", "aggregate.md"):
+        assert (copy / name).read_bytes() == (out / name).read_bytes(), name
+    assert (copy / "plots" / "echo_arch.png").exists()
+
+
+def test_changed_grid_is_refused_before_training(smoke, tmp_path, capsys):
+    out, _ = smoke
+    changed = tmp_path / "smoke.yaml"
+    changed.write_text(SMOKE.read_text().replace("steps: 20", "steps: 21"))
+    before = sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*"))
+    assert main([str(changed), "--out", str(out), "--wandb", "off"]) == 2
+    assert "was made by a different grid" in capsys.readouterr().err
+    assert sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*")) == before
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _workers(driver_pid: int) -> list[int]:
+    """The driver's worker processes (not multiprocessing's resource tracker)."""
+    found = []
+    for pid in _children(driver_pid):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"spawn_main" in cmdline:
+            found.append(pid)
+    return found
+
+
+def _wait_for(condition, what: str, proc: subprocess.Popen, timeout: float = 180) -> None:
+    deadline = time.time() + timeout
+    while not condition():
+        assert proc.poll() is None, f"driver ended before {what}"
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _any_record(out: Path, error: str) -> bool:
+    """Whether a record with ``error`` in its error exists ("" means: an ok record)."""
+    records = read_records(out).values() if (out / "records").is_dir() else []
+    return any(error in r["error"] and bool(error) == (r["status"] != "ok") for r in records)
+
+
+@pytest.mark.slow
+def test_sigkill_of_a_worker_then_the_driver_loses_and_duplicates_nothing(tmp_path):
+    blocks = "blocks:\n- {axes: {task: [echo], arch: [rnn]}}\n"
+    grid = write_grid(tmp_path, "killme", f"seeds: [0, 1, 2, 3, 4, 5, 6, 7]\n{blocks}")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "lit_seq.ablate", str(grid), "--out", str(out)]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    proc = subprocess.Popen([*command, "--workers", "2", "--wandb", "off"], cwd=REPO, **quiet)
+    try:
+        # a worker killed while it holds a run: that run is failed, a new worker takes over
+        _wait_for(lambda: len(_workers(proc.pid)) == 2, "two workers", proc)
+        # each holds a run by now, and is still importing Lightning (seconds on any machine)
+        time.sleep(1.5)
+        os.kill(_workers(proc.pid)[0], signal.SIGKILL)
+        _wait_for(lambda: _any_record(out, "worker died"), "the dead worker's record", proc)
+        _wait_for(lambda: _any_record(out, ""), "a finished run", proc)
+        # then the driver, mid-grid
+        workers = _children(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        proc.kill()
+    deadline = time.time() + 15
+    while any(_alive(pid) for pid in workers) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in workers), "a worker outlived the driver"
+    finished = {
+        p.name: (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in (out / "records").glob("*.json")
+        if json.loads(p.read_text())["status"] == "ok"
+    }
+    ids = [r.run_id for r in load_grid(grid)[1]]
+    assert 1 <= len(finished) < len(ids), "the grid was not killed mid-way"
+
+    result = driver(grid, "--out", out, "--workers", "2", "--wandb", "off")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert record_files(out) == sorted(f"{i}.json" for i in ids)  # once each, no temp files
+    assert sorted(pd.read_csv(out / "runs.csv")["run_id"]) == sorted(ids)
+    assert set(pd.read_csv(out / "runs.csv")["status"]) == {"ok"}
+    for name, (content, mtime) in finished.items():
+        path = out / "records" / name
+        assert path.read_bytes() == content and path.stat().st_mtime_ns == mtime
+
+
+@pytest.mark.slow
+def test_failing_runs_are_recorded_and_offline_wandb_runs_stay_apart(tmp_path):
+    # a config error at build time, a real NaN divergence mid-training, then two good runs,
+    # all on one worker: the diverged run's open W&B run must not swallow the next one
+    blocks = """blocks:
+- {name: bad, axes: {task: [echo], arch: [transformer], n_heads: [5]}}
+- {name: nan, axes: {task: [echo], arch: [transformer], lr: [1.0e+30]}}
+- {name: good, axes: {task: [echo], arch: [rnn, lstm]}}
+"""
+    grid = write_grid(tmp_path, "wbgrid", blocks)
+    out = tmp_path / "out"
+    result = driver(grid, "--out", out, "--wandb", "offline")
+    assert result.returncode == 1, result.stderr[-2000:]
+    records = read_records(out)
+    bad = records["bad__task=echo__arch=transformer__n_heads=5__seed=0"]
+    assert bad["status"] == "failed" and "n_heads" in bad["error"] and "\n" not in bad["error"]
+    nan = records["nan__task=echo__arch=transformer__lr=1e+30__seed=0"]
+    assert nan["status"] == "failed" and nan["error"].startswith("FloatingPointError")
+    table = pd.read_csv(out / "runs.csv")
+    assert list(table["status"]) == ["failed", "failed", "ok", "ok"]
+    assert "FAILED" in result.stdout and "2 of 4 runs failed" in result.stdout
+    aggregate = pd.read_csv(out / "aggregate.csv")
+    assert list(aggregate["failed"]) == [1, 1, 0, 0] and list(aggregate["n"]) == [0, 0, 1, 1]
+
+    for run_id in ("good__task=echo__arch=rnn__seed=0", "good__task=echo__arch=lstm__seed=0"):
+        record = records[run_id]
+        assert Path(record["wandb_run"]).is_relative_to(out / "runs" / run_id)
+        run_files = list((out / "runs" / run_id / "wandb").glob("offline-run-*/*.wandb"))
+        assert len(run_files) == 1  # its own W&B run, nothing merged into another
+        data = run_files[0].read_bytes()
+        assert b"wbgrid" in data and f"arch={record['arch']}".encode() in data  # group, tag
+    summary = list((out / "wandb").glob("offline-run-*/*.wandb"))
+    assert len(summary) == 1 and b"wbgrid-summary" in summary[0].read_bytes()
+
+
+def _one_run():
+    return expand(
+        parse_spec({"name": "g", "blocks": [{"axes": {"task": ["echo"], "arch": ["rnn"]}}]})
+    )[0]
+
+
+def test_execute_run_never_raises_and_catches_divergence(tmp_path, monkeypatch):
+    import lit_seq.fit
+
+    run = _one_run()
+
+    def diverge(args):
+        raise FloatingPointError("val/loss is nan at step 3: training diverged")
+
+    monkeypatch.setattr(lit_seq.fit, "cli_main", diverge)
+    record = execute_run(run, tmp_path, "off", "g")
+    assert record["status"] == "failed"
+    assert record["error"].startswith("FloatingPointError: val/loss is nan")
+    assert record["task"] == "echo" and record["metrics"] == {}
+
+    def nan_test_loss(args):
+        return {"metrics": {"test/loss": float("nan"), "test/acc": 0.5}, "task": "echo"}
+
+    monkeypatch.setattr(lit_seq.fit, "cli_main", nan_test_loss)
+    record = execute_run(run, tmp_path, "off", "g")
+    assert record["status"] == "failed" and "test/loss is nan" in record["error"]
+    json.dumps(record)  # records are plain JSON
+
+
+def test_a_wandb_failure_never_loses_the_result(tmp_path, monkeypatch):
+    import lit_seq.ablate.worker as worker
+    import lit_seq.fit
+
+    run = expand(
+        parse_spec({"name": "g", "blocks": [{"axes": {"task": ["echo"], "arch": ["rnn"]}}]})
+    )[0]
+    modes = []
+
+    def fit_without_network(args):
+        modes.append(next(a for a in args if a.startswith("--wandb=")))
+        if modes[-1] == "--wandb=online":
+            raise ConnectionError("api.wandb.ai unreachable")
+        return {"metrics": {"test/loss": 0.1, "test/acc": 0.9}, "task": "echo"}
+
+    monkeypatch.setattr(lit_seq.fit, "cli_main", fit_without_network)
+    monkeypatch.setattr(worker, "_from_wandb", lambda err: True)
+    record = execute_run(run, tmp_path, "online", "g")
+    assert modes == ["--wandb=online", "--wandb=offline"]
+    assert record["status"] == "ok" and "ran with W&B offline" in record["warning"]
+
+    def fails_after_saving(args):
+        folder = Path(next(a for a in args if a.startswith("--run_dir="))[len("--run_dir=") :])
+        folder.mkdir(parents=True)
+        (folder / "metrics.json").write_text(json.dumps({"metrics": {"test/acc": 0.8}}))
+        raise RuntimeError("wandb.finish() crashed")
+
+    monkeypatch.setattr(lit_seq.fit, "cli_main", fails_after_saving)
+    record = execute_run(run, tmp_path, "offline", "g")
+    assert record["status"] == "ok" and record["metrics"] == {"test/acc": 0.8}
+    assert "wandb.finish() crashed" in record["warning"]

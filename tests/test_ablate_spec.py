@@ -1,0 +1,194 @@
+"""Grid specs: expansion is pure and ordered; every bad spec is one line, exit 2, no writes."""
+
+from pathlib import Path
+
+import pytest
+
+from lit_seq.ablate.__main__ import main
+from lit_seq.ablate.common import BadGrid
+from lit_seq.ablate.spec import expand, load_grid, parse_spec
+from tests.helpers import REPO
+
+GRIDS = sorted((REPO / "ablations").glob("*.yaml"))
+
+
+def spec(**changes) -> dict:
+    raw = {
+        "name": "g",
+        "seeds": [0, 1],
+        "overrides": {"steps": 5},
+        "blocks": [
+            {"name": "rec", "axes": {"task": ["echo"], "arch": ["rnn", "lstm"]}},
+            {
+                "name": "tf",
+                "config": "configs/signal/transformer.yaml",
+                "axes": {"pos_mode": ["none", "learnable"], "readout": ["cls"]},
+                "overrides": {"model.dropout": 0.1},
+            },
+        ],
+    }
+    return parse_spec({**raw, **changes})
+
+
+def test_expansion_order_blocks_axes_then_seeds():
+    runs = expand(spec())
+    assert [r.run_id for r in runs] == [
+        "rec__task=echo__arch=rnn__seed=0",
+        "rec__task=echo__arch=rnn__seed=1",
+        "rec__task=echo__arch=lstm__seed=0",
+        "rec__task=echo__arch=lstm__seed=1",
+        "tf__pos_mode=none__readout=cls__seed=0",
+        "tf__pos_mode=none__readout=cls__seed=1",
+        "tf__pos_mode=learnable__readout=cls__seed=0",
+        "tf__pos_mode=learnable__readout=cls__seed=1",
+    ]
+    assert [r.index for r in runs] == list(range(8))
+    assert runs[2].cell == "rec__task=echo__arch=lstm" and runs[2].seed == 0
+
+
+def test_conditional_blocks_pick_configs_and_arguments():
+    rec, *_, tf = expand(spec())
+    # task/arch choose the base config, so they are not repeated as arguments
+    assert rec.config == "configs/echo/rnn.yaml"
+    assert rec.overrides == (
+        "--trainer.max_steps=5",
+        "--seed_everything=0",
+        "--data.init_args.seed=0",
+    )
+    # grid overrides, then block overrides (model.X spelled model.init_args.X), then axes
+    assert tf.config == "configs/signal/transformer.yaml"
+    assert tf.overrides == (
+        "--trainer.max_steps=5",
+        "--model.init_args.dropout=0.1",
+        "--model.init_args.pos_mode=learnable",
+        "--model.init_args.readout=cls",
+        "--seed_everything=1",
+        "--data.init_args.seed=1",
+    )
+    assert "readout" not in rec.axes
+
+
+def test_run_ids_are_unique_stable_and_file_safe():
+    first, second = expand(spec()), expand(spec())
+    assert first == second
+    odd = spec(
+        blocks=[
+            {
+                "name": "b",
+                "config": "configs/echo/rnn.yaml",
+                "axes": {"data.init_args.gen_factors": [[2], [2, 3]], "lr": [0.001]},
+            }
+        ]
+    )
+    ids = [r.run_id for r in expand(odd)]
+    assert ids[0] == "b__data.gen_factors=2__lr=0.001__seed=0"
+    assert ids[2] == "b__data.gen_factors=2_3__lr=0.001__seed=0"
+    assert len(set(ids)) == len(ids)
+    assert all("/" not in i and " " not in i for i in ids)
+
+
+@pytest.mark.parametrize("grid", GRIDS, ids=lambda p: p.stem)
+def test_every_shipped_grid_is_valid(grid):
+    text = grid.read_text()
+    assert text.startswith(f"# python -m lit_seq.ablate ablations/{grid.name}")
+    grid_spec, runs = load_grid(grid)
+    assert grid_spec["name"] == grid.stem and runs
+
+
+def test_shipped_grid_sizes():
+    sizes = {g.stem: len(load_grid(g)[1]) for g in GRIDS}
+    assert sizes["smoke"] <= 4
+    assert sizes["arch"] == 12 and sizes["pos_mode"] == 12 and sizes["readout"] == 3
+    assert sizes["matrix"] == 3 * 63
+
+
+BAD = {
+    "malformed": ("name: [oops\n", "malformed YAML"),
+    "not a mapping": ("- 1\n", "expected a mapping"),
+    "unknown top key": ("name: g\nblocks: []\nsteps: 3\n", "unknown key 'steps'"),
+    "no blocks": ("name: g\nblocks: []\n", "blocks must be a non-empty list"),
+    "unknown axis": (
+        "name: g\nblocks:\n- {config: configs/echo/rnn.yaml, axes: {colour: [red]}}\n",
+        "unknown key 'colour'",
+    ),
+    "empty axis": (
+        "name: g\nblocks:\n- {axes: {task: [echo], arch: []}}\n",
+        "axis 'arch' must be a non-empty list",
+    ),
+    "bad value": (
+        "name: g\nblocks:\n- {axes: {task: [signal], arch: [transformer], pos_mode: [rotary]}}\n",
+        "pos_mode='rotary' is not one of ['sinusoidal', 'learnable', 'none']",
+    ),
+    "bad task": ("name: g\nblocks:\n- {axes: {task: [sorting], arch: [rnn]}}\n", "task='sorting'"),
+    "missing config": (
+        "name: g\nblocks:\n- {config: configs/nope/rnn.yaml}\n",
+        "base config 'configs/nope/rnn.yaml' does not exist",
+    ),
+    "readout outside classifier": (
+        "name: g\nblocks:\n- {axes: {task: [echo], arch: [rnn], readout: [cls]}}\n",
+        "'model.init_args.readout' does not apply to StepBinary",
+    ),
+    "unknown dotted key": (
+        "name: g\noverrides: {data.init_args.colour: 3}\nblocks:\n- {axes: {task: [echo], arch: [rnn]}}\n",
+        "'data.init_args.colour' does not apply to EchoData",
+    ),
+    "seed override": (
+        "name: g\noverrides: {seed_everything: 3}\nblocks:\n- {config: configs/echo/rnn.yaml}\n",
+        "'seed_everything' cannot be set by a grid: seeds come from the grid's `seeds:` list",
+    ),
+    "bad lr": (
+        "name: g\nblocks:\n- {config: configs/echo/rnn.yaml, axes: {lr: [0.01, -1]}}\n",
+        "lr=-1 must be a number > 0",
+    ),
+    "bad seeds": ("name: g\nseeds: []\nblocks:\n- {config: configs/echo/rnn.yaml}\n", "seeds"),
+    "no base config": ("name: g\nblocks:\n- {axes: {arch: [rnn]}}\n", "give config: or both"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_bad_grid_is_one_line_exit_2_and_touches_nothing(case, tmp_path, capsys):
+    text, expected = BAD[case]
+    grid = tmp_path / "bad.yaml"
+    grid.write_text(text)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    assert main([str(grid), "--out", str(out), "--wandb", "off"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("lit_seq.ablate: error: ")
+    assert expected in err
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_missing_grid_file(tmp_path, capsys):
+    assert main([str(tmp_path / "none.yaml"), "--dry-run"]) == 2
+    assert "cannot read grid file" in capsys.readouterr().err
+
+
+def test_unknown_key_names_what_is_allowed():
+    with pytest.raises(BadGrid, match=r"unknown key 'depth'; use one of \[.*'n_layers'"):
+        spec(blocks=[{"config": "configs/echo/rnn.yaml", "axes": {"depth": [2]}}])
+
+
+def test_dry_run_lists_runs_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main([str(REPO / "ablations" / "smoke.yaml"), "--out", str(out), "--dry-run"]) == 0
+    text = capsys.readouterr().out
+    assert "3 runs" in text and "recurrent__task=echo__arch=lstm" in text
+    assert not Path(out).exists()
+
+
+@pytest.mark.parametrize("case", ["foreign folder", "unwritable"])
+def test_unusable_out_folder_is_refused_before_training(case, tmp_path, capsys):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder")
+    out = tmp_path / "out" if case == "foreign folder" else blocker / "out"
+    if case == "foreign folder":
+        out.mkdir()
+        (out / "notes.txt").write_text("mine")
+    assert main([str(REPO / "ablations" / "smoke.yaml"), "--out", str(out), "--wandb", "off"]) == 2
+    err = capsys.readouterr().err
+    expected = "holds no grid results" if case == "foreign folder" else "is not writable"
+    assert expected in err and err.count("\n") == 1
+    if case == "foreign folder":
+        assert [p.name for p in out.iterdir()] == ["notes.txt"]
