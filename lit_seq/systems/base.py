@@ -106,18 +106,18 @@ class SequenceSystem(L.LightningModule):
 
     # -- helpers for subclasses ----------------------------------------------------------
 
+    def backbone_options(self) -> dict:
+        """The options every backbone builder shares (as given to this system)."""
+        hp = self.hparams
+        names = ("d_model", "n_layers", "n_heads", "d_ff", "dropout", "pos_mode", "residual")
+        return {name: hp[name] for name in names}
+
     def make_backbone(self, causal: bool, extra_positions: int = 0) -> nn.Module:
         """The configured backbone; ``extra_positions`` are tokens the network prepends."""
         hp = self.hparams
         return build_backbone(
             hp.arch,
-            d_model=hp.d_model,
-            n_layers=hp.n_layers,
-            n_heads=hp.n_heads,
-            d_ff=hp.d_ff,
-            dropout=hp.dropout,
-            pos_mode=hp.pos_mode,
-            residual=hp.residual,
+            **self.backbone_options(),
             causal=causal,
             max_len=hp.max_len + extra_positions,
             bidirectional=hp.bidirectional,

@@ -21,8 +21,8 @@ def _check_shapes(preds: Tensor, target: Tensor, mask: Tensor | None) -> Tensor:
     return mask.bool()
 
 
-class StepAccuracy(Metric):
-    """Fraction of scored positions where ``preds == target``; inputs (B, T)."""
+class _Fraction(Metric):
+    """A ratio ``correct / total`` accumulated over batches; subclasses define ``update``."""
 
     higher_is_better = True
     full_state_update = False
@@ -31,26 +31,22 @@ class StepAccuracy(Metric):
         super().__init__(**kwargs)
         self.add_state("correct", default=torch.tensor(0.0), dist_reduce_fx="sum")
         self.add_state("total", default=torch.tensor(0.0), dist_reduce_fx="sum")
+
+    def compute(self) -> Tensor:
+        return self.correct / self.total.clamp(min=1)
+
+
+class StepAccuracy(_Fraction):
+    """Fraction of scored positions where ``preds == target``; inputs (B, T)."""
 
     def update(self, preds: Tensor, target: Tensor, mask: Tensor | None = None) -> None:
         mask = _check_shapes(preds, target, mask)
         self.correct += ((preds == target) & mask).sum()
         self.total += mask.sum()
 
-    def compute(self) -> Tensor:
-        return self.correct / self.total.clamp(min=1)
 
-
-class SequenceExactMatch(Metric):
+class SequenceExactMatch(_Fraction):
     """Fraction of sequences whose every scored position is right; inputs (B, T)."""
-
-    higher_is_better = True
-    full_state_update = False
-
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.add_state("correct", default=torch.tensor(0.0), dist_reduce_fx="sum")
-        self.add_state("total", default=torch.tensor(0.0), dist_reduce_fx="sum")
 
     def update(self, preds: Tensor, target: Tensor, mask: Tensor | None = None) -> None:
         mask = _check_shapes(preds, target, mask)
@@ -58,6 +54,3 @@ class SequenceExactMatch(Metric):
         row_ok = ((preds == target) | ~mask).all(dim=1)  # (B,)
         self.correct += row_ok.sum()
         self.total += row_ok.numel()
-
-    def compute(self) -> Tensor:
-        return self.correct / self.total.clamp(min=1)
