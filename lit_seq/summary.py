@@ -5,15 +5,18 @@ from rich.table import Table
 
 
 def print_metrics(record: dict, console: Console | None = None) -> None:
-    """Print ``record`` (the content of ``metrics.json``) as a table."""
+    """Print ``record`` (the content of ``metrics.json``) as a table with a header line."""
     console = console or Console()
-    table = Table(title=f"{record['task']} / {record['arch']}  ({record['params']:,} params)")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key, value in sorted(record["metrics"].items()):
-        table.add_row(key, f"{value:.4f}")
-    table.caption = (
+    console.print(
+        f"{record['task']} / {record['arch']}: {record['params']:,} params, "
         f"{record['steps']} steps in {record['train_seconds']:.1f} s "
-        f"({record['samples_per_second']:.0f} samples/s) -> {record['run_dir']}"
+        f"({record['samples_per_second']:.0f} samples/s)",
+        highlight=False,
+        soft_wrap=True,
     )
+    table = Table("metric", "value")
+    table.columns[1].justify = "right"
+    for key, value in sorted(record["metrics"].items()):
+        table.add_row(key, f"{value:.4g}")
     console.print(table)
+    console.print(f"run folder: {record['run_dir']}", highlight=False, soft_wrap=True)
