@@ -99,7 +99,7 @@ def test_shipped_grid_sizes():
     sizes = {g.stem: len(load_grid(g)[1]) for g in GRIDS}
     assert sizes["smoke"] <= 4
     assert sizes["arch"] == 12 and sizes["pos_mode"] == 12 and sizes["readout"] == 3
-    assert sizes["matrix"] == 3 * 63
+    assert sizes["matrix"] == 3 * 61
 
 
 BAD = {

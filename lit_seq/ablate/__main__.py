@@ -1,12 +1,13 @@
 """Run an ablation grid; re-running the same command resumes it.
 
     python -m lit_seq.ablate ablations/smoke.yaml [--out DIR] [--workers N] [--dry-run]
-                             [--wandb auto|online|offline|off] [--executor local]
+                             [--wandb auto|online|offline|off] [--executor local|ray]
+                             [--ray-address auto|HOST:PORT] [--ray-num-cpus C] [--ray-num-gpus G]
 
 Results go to ``--out`` (default ``results/<grid name>``): one record per run, then the
 tables (runs / aggregate as CSV, Parquet, Markdown) and plots; ``python -m lit_seq.report
 DIR`` rebuilds those from the records. Finished runs are skipped on a re-run; failed or
-interrupted ones run again. A folder made by a different grid is refused.
+interrupted ones run again, with either executor. A folder made by a different grid is refused.
 Exit codes: 0 every run ok, 1 some run failed, 2 bad input (nothing trained or touched).
 """
 
@@ -19,6 +20,7 @@ from rich.console import Console
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.executor import EXECUTORS, GridJob
 from lit_seq.ablate.progress import GridProgress
+from lit_seq.ablate.ray_executor import ray_options, require_ray
 from lit_seq.ablate.records import check_out_dir, init_out_dir, lock_out_dir, read_records
 from lit_seq.ablate.spec import Run, load_grid
 from lit_seq.ablate.wandb_summary import log_summary
@@ -30,6 +32,13 @@ def _workers(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _resource(text: str) -> float:
+    value = float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
     return value
 
 
@@ -49,7 +58,31 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="W&B: auto = online with an API key, else offline files; off = no W&B",
     )
-    parser.add_argument("--executor", choices=sorted(EXECUTORS), default="local")
+    parser.add_argument(
+        "--executor",
+        choices=sorted(EXECUTORS),
+        default="local",
+        help="local: --workers processes on this machine; ray: one Ray task per run (docs/ray.md)",
+    )
+    ray = parser.add_argument_group("ray executor (see docs/ray.md)")
+    ray.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="join a running cluster: auto or HOST:PORT (default: RAY_ADDRESS, else a local Ray)",
+    )
+    ray.add_argument(
+        "--ray-num-cpus",
+        type=_resource,
+        metavar="C",
+        help="CPUs per run, also its torch threads (default: the grid's ray: section, else 1)",
+    )
+    ray.add_argument(
+        "--ray-num-gpus",
+        type=_resource,
+        metavar="G",
+        help="GPUs per run; 0.25 packs 4 runs per GPU (default: the grid's ray: section, "
+        "else 1 if the cluster has GPUs, else 0)",
+    )
     return parser
 
 
@@ -74,10 +107,19 @@ def print_plan(spec: dict, runs: list[Run], done: dict, out_dir: Path, console: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    ray_flags = (args.ray_address, args.ray_num_cpus, args.ray_num_gpus)
+    if args.executor != "ray" and any(f is not None for f in ray_flags):
+        parser.error("--ray-address, --ray-num-cpus and --ray-num-gpus need --executor ray")
+    if args.executor == "ray" and args.workers != 1:
+        parser.error("--workers is for --executor local; Ray runs as many runs as fit the cluster")
     console = Console()
     try:
+        if args.executor == "ray":
+            require_ray()  # before anything is read or written: one line, not a traceback
         spec, runs = load_grid(args.grid)
+        ray = ray_options(spec.get("ray"), *ray_flags, where=args.grid.name)
         wandb_mode = resolve_wandb_mode(args.wandb)
         out_dir = (args.out or Path("results") / spec["name"]).absolute()
         exists = check_out_dir(out_dir, spec["name"], runs)
@@ -91,20 +133,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lit_seq.ablate: error: {err}", file=sys.stderr)
         return 2
     todo = [r for r in runs if done.get(r.run_id, {}).get("status") != "ok"]
+    where = "as Ray tasks" if args.executor == "ray" else f"on {args.workers} local worker(s)"
     console.print(
         f"grid {spec['name']}: {len(runs)} runs, {len(runs) - len(todo)} already done, "
-        f"{len(todo)} to run on {args.workers} {args.executor} worker(s); W&B {wandb_mode}; "
-        f"-> {out_dir}",
+        f"{len(todo)} to run {where}; W&B {wandb_mode}; -> {out_dir}",
         highlight=False,
         soft_wrap=True,
     )
-    job = GridJob(out_dir, spec["name"], wandb_mode, args.workers)
+    job = GridJob(out_dir, spec["name"], wandb_mode, args.workers, ray)
     try:
         with GridProgress(len(runs), len(runs) - len(todo), console) as progress:
             EXECUTORS[args.executor](todo, job, progress.start, progress.finish)
     except KeyboardInterrupt:
         console.print("interrupted: finished runs are saved; run the same command to resume")
         return 130
+    except BadGrid as err:  # a resource request no node can meet (ray): nothing trained
+        print(f"lit_seq.ablate: error: {err}", file=sys.stderr)
+        return 2
     _, aggregate, plots = build_report(out_dir, console)
     config = {"grid": spec, "runs": len(runs), "out_dir": str(out_dir)}
     log_summary(out_dir, spec["name"], wandb_mode, aggregate, plots, config, console=console)

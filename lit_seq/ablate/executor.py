@@ -4,7 +4,7 @@ Every executor has the signature of :data:`Executor`: it gets the runs still to 
 :class:`GridJob`, and must, for each run, call ``on_start`` when the run starts and
 ``on_record`` with its record once that record is on disk (``worker.run_and_record`` does
 run + write; ``worker.failed_record`` + ``records.write_record`` for a run that was lost).
-It returns when every run has a record. Another executor (Ray) plugs in the same way.
+It returns when every run has a record. ``ray`` (``ray_executor``) plugs in the same way.
 """
 
 import contextlib
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from pathlib import Path
 
+from lit_seq.ablate.ray_executor import RayOptions, run_ray
 from lit_seq.ablate.records import record_path, write_record
 from lit_seq.ablate.spec import Run
 from lit_seq.ablate.worker import failed_record, worker_main
@@ -30,6 +31,7 @@ class GridJob:
     grid_name: str
     wandb_mode: str  # online | offline | off (already resolved)
     workers: int = 1
+    ray: RayOptions | None = None  # --executor ray: address and resources per run
 
 
 OnStart = Callable[[Run, str], None]  # (run, worker name)
@@ -177,4 +179,4 @@ def _stop(slots: list[_Slot | None], graceful: bool) -> None:
         s.conn.close()
 
 
-EXECUTORS: dict[str, Executor] = {"local": run_local}
+EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray}

@@ -27,7 +27,7 @@ from lit_seq.ablate.axes import AXES, check_paths_apply, check_value, config_pat
 from lit_seq.ablate.common import BadGrid, format_value
 
 REPO = Path(__file__).resolve().parents[2]
-GRID_KEYS = ("name", "description", "seeds", "overrides", "blocks")
+GRID_KEYS = ("name", "description", "seeds", "overrides", "blocks", "ray")
 BLOCK_KEYS = ("name", "config", "axes", "overrides")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
@@ -127,6 +127,7 @@ def parse_spec(raw: object, where: str = "grid") -> dict:
         "seeds": seeds,
         "overrides": _check_overrides(raw.get("overrides"), where),
         "blocks": [],
+        **({"ray": raw["ray"]} if "ray" in raw else {}),  # checked by ray_executor.ray_options
     }
     for i, block in enumerate(blocks):
         block = _check_keys(block, BLOCK_KEYS, f"{where}: blocks[{i}]")
