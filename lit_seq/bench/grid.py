@@ -1,0 +1,63 @@
+"""Grid scaling: the same ablation grid with 1 and with 2 local workers.
+
+Each grid runs as its own ``python -m lit_seq.ablate GRID --out DIR --workers N --wandb
+off`` into a fresh folder (so nothing is resumed). efficiency = t1 / (2 * t2): 1.0 means
+two workers finish in half the time of one.
+"""
+
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from lit_seq.bench.common import REPO, log
+
+TARGET = 0.8
+
+
+def _skipped(reason: str) -> dict:
+    return {"status": f"skipped: {reason}", "rows": [], "passed": None}
+
+
+def run_grid(grid: Path, out_dir: Path, workers: int, timeout: float) -> dict:
+    """One grid run in a subprocess; wall seconds, exit code and the tail of its output."""
+    cmd = [sys.executable, "-m", "lit_seq.ablate", str(grid), "--out", str(out_dir)]
+    cmd += ["--workers", str(workers), "--wandb", "off"]
+    start = time.perf_counter()
+    proc = subprocess.run(
+        cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=os.environ.copy()
+    )
+    seconds = time.perf_counter() - start
+    tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+    return {
+        "workers": workers,
+        "seconds": round(seconds, 2),
+        "exit_code": proc.returncode,
+        "tail": tail,
+    }
+
+
+def run(quick: bool, workdir: Path) -> dict:
+    if importlib.util.find_spec("lit_seq.ablate") is None:
+        return _skipped("lit_seq.ablate is not there yet")
+    grid = REPO / "ablations" / ("smoke.yaml" if quick else "arch.yaml")
+    if not grid.exists():
+        return _skipped(f"{grid.relative_to(REPO)} is not there yet")
+    rows = []
+    for workers in (1, 2):
+        log(f"grid: {grid.name} with {workers} worker(s)")
+        rows.append(run_grid(grid, workdir / f"{grid.stem}-w{workers}", workers, timeout=7200))
+    t1, t2 = rows[0]["seconds"], rows[1]["seconds"]
+    efficiency = t1 / (2 * t2)
+    failed = [r["workers"] for r in rows if r["exit_code"] != 0]
+    return {
+        "status": "ok" if not failed else f"grid failed with workers={failed}",
+        "grid": str(grid.relative_to(REPO)),
+        "target": f"efficiency >= {TARGET}",
+        "notes": ["efficiency = t1 / (2 * t2); each grid in a fresh folder, W&B off"],
+        "rows": rows,
+        "efficiency": round(efficiency, 3),
+        "passed": efficiency >= TARGET and not failed,
+    }

@@ -1,0 +1,25 @@
+"""The GPU path: bf16 mixed precision, data on the device, fused optimizer (CUDA only)."""
+
+import pytest
+import torch
+
+from lit_seq.fit import build_cli, run
+from tests.helpers import REPO, TINY
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+
+@pytest.mark.parametrize("config", ["signal/transformer", "echo/lstm", "seq2seq/transformer"])
+def test_fit_on_gpu_uses_bf16_and_device_resident_data(config, tmp_path):
+    cli = build_cli(
+        ["--config", str(REPO / "configs" / f"{config}.yaml"), f"--run_dir={tmp_path}", *TINY]
+    )
+    assert cli.trainer.precision == "bf16-mixed"
+    record = run(cli)
+    assert cli.datamodule.train_set.tensors["x" if "seq2seq" not in config else "src"].is_cuda
+    assert cli.trainer.optimizers[0].defaults.get("fused") is True
+    assert record["steps"] == 6
+    assert 0.0 <= record["metrics"][f"test/{record['main_metric']}"] <= 1.0
