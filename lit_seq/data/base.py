@@ -123,6 +123,12 @@ class SyntheticDataModule(L.LightningDataModule):
         self.val_set: TensorDictDataset | None = None
         self.test_sets: list[TensorDictDataset] = []
 
+    def set_split_sizes(self, n_train: int, n_val: int, n_test: int) -> None:
+        """Validate and store the number of examples per split (each test set has n_test)."""
+        self.n_train = check_int("n_train", n_train, 1)
+        self.n_val = check_int("n_val", n_val, 1)
+        self.n_test = check_int("n_test", n_test, 1)
+
     # ---- what a task provides ------------------------------------------------------------
 
     @property

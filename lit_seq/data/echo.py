@@ -58,9 +58,7 @@ class EchoData(SyntheticDataModule):
         # lag < length, or no position of a training sequence would ever be scored.
         allowed = f"in [0, length - 1 = {length - 1}]"
         self.lag = check_int("lag", lag, 0, length - 1, allowed=allowed)
-        self.n_train = check_int("n_train", n_train, 1)
-        self.n_val = check_int("n_val", n_val, 1)
-        self.n_test = check_int("n_test", n_test, 1)
+        self.set_split_sizes(n_train, n_val, n_test)
 
     @property
     def train_length(self) -> int:

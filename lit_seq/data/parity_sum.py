@@ -55,9 +55,7 @@ class ParitySumData(SyntheticDataModule):
         super().__init__(batch_size=batch_size, seed=seed, gen_factors=gen_factors)
         self.length = check_int("length", length, 1)
         self.max_val = check_int("max_val", max_val, 1)
-        self.n_train = check_int("n_train", n_train, 1)
-        self.n_val = check_int("n_val", n_val, 1)
-        self.n_test = check_int("n_test", n_test, 1)
+        self.set_split_sizes(n_train, n_val, n_test)
 
     @property
     def train_length(self) -> int:

@@ -87,9 +87,7 @@ class Seq2SeqData(SyntheticDataModule):
         self.min_length = check_int("min_length", min_length, 1)
         allowed = f">= min_length ({min_length})"
         self.max_length = check_int("max_length", max_length, min_length, allowed=allowed)
-        self.n_train = check_int("n_train", n_train, 1)
-        self.n_val = check_int("n_val", n_val, 1)
-        self.n_test = check_int("n_test", n_test, 1)
+        self.set_split_sizes(n_train, n_val, n_test)
 
     @property
     def train_length(self) -> int:
