@@ -103,8 +103,8 @@ class LitSeqCLI(LightningCLI):
         callbacks = list(trainer_config.get("callbacks") or [])
         callbacks += [checkpoint, TrainTimer(), ConfusionMatrixLogger(), AttentionMapLogger()]
         if trainer_config.get("enable_progress_bar", True):
-            # redrawing the bar every step costs more than a small model's step on a CPU
-            callbacks.append(RichProgressBar(refresh_rate=10))
+            # refresh_rate is redraws per second here (rich's live thread); keep the default 1
+            callbacks.append(RichProgressBar())
         loggers = [CSVLogger(self.run_dir, name="", version="")]
         if self.wandb_mode != "off":
             loggers.append(

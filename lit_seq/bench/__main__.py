@@ -52,7 +52,10 @@ SECTIONS = {
         ["task", "arch", "target", "seconds_to_target", "step_at_target", "total_seconds"]
         + ["test_metric", "seed_seconds", "seed_metric", "ratio", "speedup_target", "passed"],
     ),
-    "grid": (grid.run, ["workers", "seconds", "exit_code"]),
+    "grid": (
+        grid.run,
+        ["workers", "seconds", "runs", "run_seconds_sum", "longest_run_s", "exit_code"],
+    ),
     "memory": (
         memory.run,
         ["what", "peak_rss_mb", "rss_first_mb", "rss_last_mb", "growth"],

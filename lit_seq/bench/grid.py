@@ -6,6 +6,7 @@ two workers finish in half the time of one.
 """
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -31,12 +32,31 @@ def run_grid(grid: Path, out_dir: Path, workers: int, timeout: float) -> dict:
     )
     seconds = time.perf_counter() - start
     tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+    runs = _run_seconds(out_dir)
     return {
         "workers": workers,
         "seconds": round(seconds, 2),
         "exit_code": proc.returncode,
+        "runs": len(runs),
+        # the runs' own wall times: their sum growing with more workers means the runs slow
+        # each other down (cores or threads shared); the longest bounds any schedule
+        "run_seconds_sum": round(sum(runs), 1),
+        "longest_run_s": round(max(runs, default=0.0), 1),
         "tail": tail,
     }
+
+
+def _run_seconds(out_dir: Path) -> list[float]:
+    """``wall_seconds`` of every run record the grid wrote (``records/*.json``)."""
+    seconds = []
+    for path in sorted((out_dir / "records").glob("*.json")):
+        try:
+            value = json.loads(path.read_text()).get("wall_seconds")
+        except (OSError, ValueError):
+            continue
+        if isinstance(value, int | float):
+            seconds.append(float(value))
+    return seconds
 
 
 def run(quick: bool, workdir: Path) -> dict:
@@ -56,7 +76,11 @@ def run(quick: bool, workdir: Path) -> dict:
         "status": "ok" if not failed else f"grid failed with workers={failed}",
         "grid": str(grid.relative_to(REPO)),
         "target": f"efficiency >= {TARGET}",
-        "notes": ["efficiency = t1 / (2 * t2); each grid in a fresh folder, W&B off"],
+        "notes": [
+            "efficiency = t1 / (2 * t2); each grid in a fresh folder, W&B off",
+            "run_seconds_sum: the runs' own wall times added up (more with 2 workers = runs "
+            "slowed by sharing the machine); longest_run_s: no schedule beats it",
+        ],
         "rows": rows,
         "efficiency": round(efficiency, 3),
         "passed": efficiency >= TARGET and not failed,

@@ -80,7 +80,7 @@ def lit_seq_run(task: str, arch: str, target: float, run_dir: Path, quick: bool)
 
 
 def seed_run(task: str, arch: str, quick: bool) -> dict:
-    """The seed's own recipe for this row, or an empty dict where the SPEC names none."""
+    """The seed's own recipe for this row; fields of None where the SPEC names none."""
     device = device_name()
     if task == "signal":
         result = seed_recipes.signal_recipe(steps=30 if quick else 300, device=device)
