@@ -19,13 +19,14 @@ from pathlib import Path
 import torch
 from jsonargparse import ArgumentError
 from lightning.pytorch import Trainer
-from lightning.pytorch.callbacks import ModelCheckpoint, RichProgressBar
+from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
 from lightning.pytorch.loggers import CSVLogger, WandbLogger
 
 from lit_seq.callbacks import AttentionMapLogger, ConfusionMatrixLogger, TrainTimer
 from lit_seq.data import TASKS, SyntheticDataModule
 from lit_seq.io import atomic_write_json
+from lit_seq.progress_bar import ThrottledRichProgressBar
 from lit_seq.summary import print_metrics
 from lit_seq.systems import SequenceSystem
 from lit_seq.tracking import WANDB_MODES, resolve_wandb_mode, wandb_run_path
@@ -102,9 +103,8 @@ class LitSeqCLI(LightningCLI):
         )
         callbacks = list(trainer_config.get("callbacks") or [])
         callbacks += [checkpoint, TrainTimer(), ConfusionMatrixLogger(), AttentionMapLogger()]
-        if trainer_config.get("enable_progress_bar", True):
-            # refresh_rate is redraws per second here (rich's live thread); keep the default 1
-            callbacks.append(RichProgressBar())
+        if trainer_config.get("enable_progress_bar") is not False:  # None means the default: on
+            callbacks.append(ThrottledRichProgressBar())
         loggers = [CSVLogger(self.run_dir, name="", version="")]
         if self.wandb_mode != "off":
             loggers.append(

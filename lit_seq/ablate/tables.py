@@ -3,7 +3,7 @@
 ``runs``: one row per run (every axis, seed, size, speed, status, every test metric, W&B
 run, checkpoint). ``aggregate``: one row per cell (block + axis values) with the mean and
 std over its ok seeds of every metric, and ``n`` (ok seeds) and ``failed``. Both are saved
-as CSV, Parquet and Markdown; the aggregate's main metric is printed per task.
+as CSV, Parquet and Markdown; ``summary.md`` (and the console) show the main metric per task.
 """
 
 import math
@@ -107,7 +107,8 @@ def write_tables(out_dir: Path, runs: pd.DataFrame, aggregate: pd.DataFrame) -> 
         table.to_parquet(tmp, index=False)
         tmp.replace(base.with_suffix(".parquet"))
         written += [base.with_suffix(s) for s in (".csv", ".parquet", ".md")]
-    return written
+    atomic_write_text(Path(out_dir) / "summary.md", summary_markdown(aggregate))
+    return [*written, Path(out_dir) / "summary.md"]
 
 
 def _mean_std(mean: float, std: float) -> str:
@@ -116,29 +117,53 @@ def _mean_std(mean: float, std: float) -> str:
     return f"{mean:.3f}" if math.isnan(std) else f"{mean:.3f} ± {std:.3f}"
 
 
-def print_aggregate(aggregate: pd.DataFrame, console: Console | None = None) -> None:
-    """One table per task: the cells' main metric at the training length and beyond."""
-    console = console or Console()
+def task_summaries(aggregate: pd.DataFrame) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Per task: (title, header, rows) of the cells' main metric at every test length.
+
+    Only what tells the cells apart is shown: the block and the axes that vary within the
+    task; then ``n`` (ok seeds), the main metric as mean ± std per test set, and ``failed``
+    when any run of the task failed.
+    """
+    summaries = []
     for task, rows in aggregate.groupby("task", sort=False, dropna=False):
         main = rows["main_metric"].dropna()
         metric = main.iloc[0] if len(main) else "acc"
         keys = [c[: -len("_mean")] for c in rows.columns if c.endswith(f"/{metric}_mean")]
         keys = sorted((k for k in keys if rows[f"{k}_mean"].notna().any()), key=metric_order)
-        # only what tells the rows apart: the block and the axes that vary in this task
         varying = [c for c in rows.columns[1 : list(rows.columns).index("main_metric")]]
         varying = [c for c in varying if c != "task" and rows[c].nunique(dropna=False) > 1]
-        table = Table(title=f"{task}: {metric} (mean ± std over seeds)")
-        for column in varying or ["cell"]:
-            table.add_column(column)
-        table.add_column("n", justify="right")
-        for key in keys:
-            table.add_column(key.split("/")[0], justify="right")
+        varying = varying or ["cell"]
         show_failed = rows["failed"].sum() > 0
-        if show_failed:
-            table.add_column("failed", justify="right", style="red")
+        header = [*varying, "n", *(k.split("/")[0] for k in keys)]
+        header += ["failed"] if show_failed else []
+        body = []
         for _, row in rows.iterrows():
-            cells = [_markdown_cell(row[c]) for c in varying or ["cell"]]
-            cells += [str(row["n"])]
+            cells = [_markdown_cell(row[c]) for c in varying] + [str(row["n"])]
             cells += [_mean_std(row[f"{k}_mean"], row[f"{k}_std"]) for k in keys]
-            table.add_row(*cells, *([str(row["failed"])] if show_failed else []))
+            body.append(cells + ([str(row["failed"])] if show_failed else []))
+        summaries.append((f"{task}: {metric} (mean ± std over seeds)", header, body))
+    return summaries
+
+
+def summary_markdown(aggregate: pd.DataFrame) -> str:
+    """:func:`task_summaries` as Markdown: one headed table per task."""
+    parts = []
+    for title, header, body in task_summaries(aggregate):
+        lines = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(cells) + " |" for cells in body]
+        parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)
+
+
+def print_aggregate(aggregate: pd.DataFrame, console: Console | None = None) -> None:
+    """:func:`task_summaries` as rich tables on the console."""
+    console = console or Console()
+    for title, header, body in task_summaries(aggregate):
+        table = Table(title=title)
+        for i, column in enumerate(header):
+            numeric = i >= header.index("n")
+            style = "red" if column == "failed" else None
+            table.add_column(column, justify="right" if numeric else "left", style=style)
+        for cells in body:
+            table.add_row(*cells)
         console.print(table)

@@ -138,12 +138,20 @@ class SequenceSystem(L.LightningModule):
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         loss = self.loss(batch)
-        self.log("train/loss", loss, prog_bar=True)
-        # the learning rate is only written every log_every_n_steps: logging it more often
-        # costs a measurable share of a small model's step on a CPU
-        if self.global_step % self.trainer.log_every_n_steps == 0:
+        # Loggers only write every log_every_n_steps, and each self.log call costs about a
+        # millisecond of Lightning bookkeeping: a measurable share of a small model's step on
+        # a CPU. So log on exactly the steps that get written, and on the last one so that
+        # the progress bar ends on the final loss.
+        if self._written_this_step():
+            self.log("train/loss", loss, prog_bar=True)
             self.log("lr", self.optimizers().param_groups[0]["lr"])
         return loss
+
+    def _written_this_step(self) -> bool:
+        """Whether the loggers write this step's values, or it is the last step."""
+        step = self.global_step + 1  # the step being taken; global_step counts finished ones
+        trainer = self.trainer
+        return step % trainer.log_every_n_steps == 0 or step == trainer.max_steps
 
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
         loss = self.evaluate(batch, self.val_metrics)

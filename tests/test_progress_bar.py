@@ -1,0 +1,79 @@
+"""The training progress bar and per-step logging: cheap per step, yet complete at the end."""
+
+import csv
+
+import lightning as L
+import pytest
+
+from lit_seq.fit import build_cli
+from lit_seq.progress_bar import ThrottledRichProgressBar
+from tests.helpers import REPO, tiny_fit
+
+ECHO_RNN = REPO / "configs" / "echo" / "rnn.yaml"
+
+
+class CountingBar(ThrottledRichProgressBar):
+    """Counts how often the training bar and its metrics are actually updated."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.updates: list[dict] = []
+
+    def _update_metrics(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        super()._update_metrics(trainer, pl_module)
+        self.updates.append((trainer.global_step, dict(self.get_metrics(trainer, pl_module))))
+
+
+def _fit_with_bar(tmp_path, bar: CountingBar, steps: int) -> None:
+    cli = build_cli(
+        [
+            "--config",
+            str(ECHO_RNN),
+            f"--run_dir={tmp_path / 'run'}",
+            "--wandb=off",
+            f"--trainer.max_steps={steps}",
+            "--trainer.limit_val_batches=0",
+            "--trainer.log_every_n_steps=5",
+            "--trainer.enable_model_summary=false",
+        ]
+    )
+    cli.trainer.callbacks = [
+        c for c in cli.trainer.callbacks if not isinstance(c, L.pytorch.callbacks.ProgressBar)
+    ]
+    cli.trainer.callbacks.append(bar)
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
+
+
+def test_fit_uses_the_throttled_bar_by_default(tmp_path):
+    cli = build_cli(["--config", str(ECHO_RNN), f"--run_dir={tmp_path / 'run'}", "--wandb=off"])
+    bars = [c for c in cli.trainer.callbacks if isinstance(c, L.pytorch.callbacks.ProgressBar)]
+    assert [type(b) for b in bars] == [ThrottledRichProgressBar]
+
+
+def test_bar_updates_rarely_but_always_shows_the_last_step(tmp_path):
+    bar = CountingBar(updates_per_second=1e-6)  # one update per 11 days: only first and last
+    _fit_with_bar(tmp_path, bar, steps=40)
+    steps = [step for step, _ in bar.updates]
+    assert len(steps) <= 3  # first batch, last batch (and the final epoch end)
+    assert steps[-1] == 40
+    assert "train/loss" in bar.updates[-1][1]
+
+
+def test_bar_rejects_a_non_positive_rate():
+    with pytest.raises(ValueError, match="updates_per_second"):
+        ThrottledRichProgressBar(updates_per_second=0)
+
+
+def test_train_loss_and_lr_are_written_every_log_every_n_steps(tmp_path):
+    tiny_fit(
+        ECHO_RNN,
+        tmp_path / "run",
+        "--trainer.max_steps=23",
+        "--trainer.log_every_n_steps=5",
+        "--trainer.val_check_interval=50",
+        "--trainer.limit_val_batches=0",
+    )
+    with open(tmp_path / "run" / "metrics.csv") as f:
+        rows = [r for r in csv.DictReader(f) if r["train/loss"]]
+    assert [int(r["step"]) for r in rows] == [4, 9, 14, 19]  # every 5th step, as Lightning writes
+    assert all(float(r["lr"]) > 0 for r in rows)
