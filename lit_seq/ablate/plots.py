@@ -10,9 +10,9 @@ A plot varies one thing and holds the rest still, so that it compares like with 
   first value in grid order (the title says which), so a ``pos_mode`` plot of a grid that
   also varies ``residual`` shows the residual runs only. Runs of blocks that do not set an
   axis use their config's value for it and are kept.
-- ``plots/<task>_<a>_x_<b>.png`` crosses two axes that one block varies together (at most
-  :data:`MAX_PAIR_BARS` combinations), the rest held as above: interactions such as
-  residual x depth.
+- ``plots/<task>_<a>_x_<b>.png`` crosses two axes over the runs that set both (when each
+  takes several values there, in at most :data:`MAX_PAIR_BARS` combinations), the rest
+  held as above: interactions such as residual x depth.
 """
 
 import itertools
@@ -24,7 +24,7 @@ import pandas as pd
 from lit_seq.ablate.tables import ID_COLUMNS, RUN_COLUMNS, STATUS_COLUMNS, metric_order
 
 PLOTS = "plots"
-MAX_PAIR_BARS = 6
+MAX_PAIR_BARS = 8
 
 
 def plot_axes(runs: pd.DataFrame) -> list[str]:
@@ -108,11 +108,10 @@ def write_plots(out_dir: Path, runs: pd.DataFrame) -> list[Path]:
         axes = [a for a in plot_axes(rows) if len(_values(rows, a)) > 1]
         plans = [[a] for a in axes]
         for a, b in itertools.combinations(axes, 2):
-            for _, block in rows.groupby("block", sort=False):
-                n_a, n_b = len(_values(block, a)), len(_values(block, b))
-                if n_a > 1 and n_b > 1 and n_a * n_b <= MAX_PAIR_BARS:
-                    plans.append([a, b])
-                    break
+            both = rows.dropna(subset=[a, b])
+            combos = len(both[[a, b]].drop_duplicates())
+            if len(_values(both, a)) > 1 and len(_values(both, b)) > 1 and combos <= MAX_PAIR_BARS:
+                plans.append([a, b])
         for varied in plans:
             chosen, held = held_slice(rows, varied)
             if chosen.empty:
