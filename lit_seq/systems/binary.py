@@ -42,6 +42,11 @@ class StepBinary(SequenceSystem):
     def forward(self, x: Tensor) -> Tensor:
         return self.net(x).squeeze(-1)  # (B, T) logits
 
+    def step_hits(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        """(B, T) booleans: the thresholded logit is right; positions under ``mask`` count."""
+        hits = (self(batch["x"]) > 0).to(batch["y"].dtype) == batch["y"]
+        return hits, batch["mask"]
+
     def loss(self, batch: dict[str, Tensor]) -> Tensor:
         logits, mask = self(batch["x"]), batch["mask"]
         return F.binary_cross_entropy_with_logits(logits[mask], batch["y"][mask])

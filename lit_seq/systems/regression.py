@@ -55,6 +55,11 @@ class StepRegression(SequenceSystem):
         """Predictions on the raw target scale, (B, T)."""
         return self.net(x).squeeze(-1) * self.hparams.target_scale
 
+    def step_hits(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        """(B, T) booleans: the rounded prediction is exact; every position counts."""
+        hits = torch.round(self(batch["x"])) == batch["y"]
+        return hits, torch.ones_like(hits)
+
     def loss(self, batch: dict[str, Tensor]) -> Tensor:
         scale = self.hparams.target_scale
         return F.mse_loss(self.net(batch["x"]).squeeze(-1), batch["y"] / scale)
