@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+import yaml
 
 from lit_seq.ablate.__main__ import main
 from lit_seq.ablate.common import BadGrid
@@ -192,3 +193,40 @@ def test_unusable_out_folder_is_refused_before_training(case, tmp_path, capsys):
     assert expected in err and err.count("\n") == 1
     if case == "foreign folder":
         assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def test_runs_start_longest_first_by_steps_times_layers():
+    from lit_seq.ablate.order import estimated_cost, longest_first
+
+    spec = parse_spec(
+        {
+            "name": "order",
+            "seeds": [0],
+            "blocks": [
+                {
+                    "name": "short",
+                    "overrides": {"steps": 10},
+                    "axes": {"task": ["echo"], "arch": ["rnn"]},
+                },
+                {
+                    "name": "deep",
+                    "overrides": {"steps": 10},
+                    "axes": {"task": ["echo"], "arch": ["transformer"], "n_layers": [2, 8]},
+                },
+                {"name": "shipped", "axes": {"task": ["echo"], "arch": ["lstm"]}},
+            ],
+        },
+        "order.yaml",
+    )
+    runs = expand(spec)
+    shipped_steps = yaml.safe_load((REPO / "configs/echo/lstm.yaml").read_text())["trainer"][
+        "max_steps"
+    ]
+    costs = {r.block + str(r.axes.get("n_layers", "")): estimated_cost(r) for r in runs}
+    assert costs["deep8"] == 80 and costs["deep2"] == 20 and costs["short"] == 10
+    assert costs["shipped"] == shipped_steps  # from the config file: no override
+    ordered = longest_first(runs)
+    assert [r.index for r in ordered] == sorted(
+        (r.index for r in runs), key=lambda i: -estimated_cost(runs[i])
+    )
+    assert sorted(r.run_id for r in ordered) == sorted(r.run_id for r in runs)  # same runs

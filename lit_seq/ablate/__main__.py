@@ -19,6 +19,7 @@ from rich.console import Console
 
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.executor import EXECUTORS, GridJob
+from lit_seq.ablate.order import longest_first
 from lit_seq.ablate.progress import GridProgress
 from lit_seq.ablate.ray_executor import ray_options, require_ray
 from lit_seq.ablate.records import check_out_dir, init_out_dir, lock_out_dir, read_records
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     job = GridJob(out_dir, spec["name"], wandb_mode, args.workers, ray)
     try:
         with GridProgress(len(runs), len(runs) - len(todo), console) as progress:
-            EXECUTORS[args.executor](todo, job, progress.start, progress.finish)
+            EXECUTORS[args.executor](longest_first(todo), job, progress.start, progress.finish)
     except KeyboardInterrupt:
         console.print("interrupted: finished runs are saved; run the same command to resume")
         return 130
