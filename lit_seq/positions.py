@@ -27,10 +27,21 @@ def _load_class(class_path: str) -> type:
 
 
 def find_checkpoint(run_dir: Path, which: str) -> Path:
-    """The run's best (lowest val loss) or last checkpoint."""
+    """The run's best (lowest val loss) or last checkpoint.
+
+    The best one is the file fit recorded in ``metrics.json``, looked up by name in the run's
+    own ``checkpoints/`` so that a moved or copied run folder still works.
+    """
     folder = run_dir / "checkpoints"
-    found = sorted(folder.glob("best-*.ckpt")) if which == "best" else [folder / "last.ckpt"]
-    found = [p for p in found if p.exists()]
+    if which == "last":
+        found = [folder / "last.ckpt"]
+    else:
+        try:
+            recorded = json.loads((run_dir / "metrics.json").read_text())["best_checkpoint"]
+            found = [folder / Path(recorded).name]
+        except (OSError, ValueError, KeyError, TypeError):  # no record: the only best-* file
+            found = sorted(folder.glob("best-*.ckpt"))
+    found = [p for p in found if p.is_file()]
     if not found:
         raise FileNotFoundError(f"no {which} checkpoint in {folder}")
     return found[-1]

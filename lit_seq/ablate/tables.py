@@ -97,7 +97,8 @@ def to_markdown(table: pd.DataFrame) -> str:
 
 
 def write_tables(out_dir: Path, runs: pd.DataFrame, aggregate: pd.DataFrame) -> list[Path]:
-    """``runs`` and ``aggregate`` as ``.csv``, ``.parquet`` and ``.md`` in ``out_dir``."""
+    """``runs`` and ``aggregate`` as ``.csv``, ``.parquet`` and ``.md`` in ``out_dir``, and
+    the per-task :func:`summary_markdown` as ``summary.md``; returns the paths written."""
     written = []
     for name, table in (("runs", runs), ("aggregate", aggregate)):
         base = Path(out_dir) / name
