@@ -21,19 +21,17 @@ from jsonargparse import ArgumentError
 from lightning.pytorch import Trainer
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
-from lightning.pytorch.loggers import CSVLogger, WandbLogger
+from lightning.pytorch.loggers import CSVLogger
 
+from lit_seq.assets import DEFAULT_CONFIG, find_file
 from lit_seq.callbacks import AttentionMapLogger, ConfusionMatrixLogger, TrainTimer
-from lit_seq.data import TASKS, SyntheticDataModule
-from lit_seq.io import atomic_write_json
+from lit_seq.data import SyntheticDataModule
 from lit_seq.progress_bar import ThrottledRichProgressBar
+from lit_seq.record import METRICS_FILE, FitResult
 from lit_seq.summary import print_metrics
-from lit_seq.systems import SequenceSystem
-from lit_seq.tracking import WANDB_MODES, resolve_wandb_mode, wandb_run_path
-
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
-DEFAULT_CONFIG = CONFIG_DIR / "signal" / "transformer.yaml"
-METRICS_FILE = "metrics.json"
+from lit_seq.systems import SYSTEMS, SequenceSystem
+from lit_seq.tracking import WANDB_MODES, resolve_wandb_mode
+from lit_seq.wandb_logger import GuardedWandbLogger
 
 # main() hands sys.argv over as ``args``, which is exactly what this warning is about
 warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
@@ -51,8 +49,8 @@ class SaveAndLogConfig(SaveConfigCallback):
     def save_config(self, trainer: Trainer, pl_module, stage: str) -> None:
         config = self.config.clone().as_dict()
         for logger in trainer.loggers:
-            if isinstance(logger, WandbLogger):
-                logger.experiment.config.update({"cli": config}, allow_val_change=True)
+            if isinstance(logger, GuardedWandbLogger):
+                logger.update_config({"cli": config})
 
 
 class LitSeqCLI(LightningCLI):
@@ -87,12 +85,13 @@ class LitSeqCLI(LightningCLI):
             parser.link_arguments(f"data.{key}", f"model.init_args.{key}", apply_on="instantiate")
 
     def before_instantiate_classes(self) -> None:
-        config = self.config
-        self.wandb_mode = _checked(lambda: resolve_wandb_mode(config.wandb))
-        self.run_dir = _prepare_run_dir(config)
+        self.wandb_mode = _checked(lambda: resolve_wandb_mode(self.config.wandb))
 
     def instantiate_trainer(self, **kwargs) -> Trainer:
+        # data and system are built by now: only a good configuration gets a run folder
+        check_pairing(self.datamodule, self.model)
         config = self.config
+        self.run_dir = _prepare_run_dir(config, self.datamodule.name)
         trainer_config = self._get(self.config_init, "trainer", default={})
         checkpoint = ModelCheckpoint(
             dirpath=self.run_dir / "checkpoints",
@@ -107,16 +106,16 @@ class LitSeqCLI(LightningCLI):
             callbacks.append(ThrottledRichProgressBar())
         loggers = [CSVLogger(self.run_dir, name="", version="")]
         if self.wandb_mode != "off":
-            loggers.append(
-                WandbLogger(
-                    project=config.wandb_project,
-                    name=self.run_dir.name,
-                    save_dir=str(self.run_dir),
-                    offline=self.wandb_mode == "offline",
-                    group=config.wandb_group,
-                    tags=list(config.wandb_tags),
-                )
+            wandb_logger = GuardedWandbLogger(
+                project=config.wandb_project,
+                name=self.run_dir.name,
+                save_dir=str(self.run_dir),
+                offline=self.wandb_mode == "offline",
+                group=config.wandb_group,
+                tags=list(config.wandb_tags),
             )
+            wandb_logger.start()  # a W&B that cannot start is known now, and costs no training
+            loggers.append(wandb_logger)
         return super().instantiate_trainer(
             default_root_dir=str(self.run_dir), logger=loggers, callbacks=callbacks, **kwargs
         )
@@ -129,19 +128,29 @@ def _checked(fn):
         raise BadInput(str(err)) from None
 
 
-def _task_name(datamodule_class_path: str) -> str:
-    for name, cls in TASKS.items():
-        if datamodule_class_path.endswith(cls.__name__):
-            return name
-    return datamodule_class_path.rsplit(".", 1)[-1]
+class CheckCLI(LitSeqCLI):
+    """Parses and builds data and system exactly as a fit does; no run folder, no Trainer."""
+
+    def instantiate_trainer(self, **kwargs) -> None:
+        check_pairing(self.datamodule, self.model)
 
 
-def _prepare_run_dir(config) -> Path:
+def check_pairing(datamodule: SyntheticDataModule, model: SequenceSystem) -> None:
+    """BadInput unless ``model`` is the kind of system that trains ``datamodule``'s task."""
+    if datamodule.task_kind != model.task_kind:
+        wanted = SYSTEMS.get(datamodule.task_kind)
+        hint = f"; use {wanted.__module__}.{wanted.__name__}" if wanted else ""
+        raise BadInput(
+            f"model={type(model).__name__} trains {model.task_kind!r} tasks, but task "
+            f"{datamodule.name!r} is {datamodule.task_kind!r}{hint}"
+        )
+
+
+def _prepare_run_dir(config, task: str) -> Path:
     """Pick the run folder and make sure it is writable and safe to use."""
     if config.run_dir:
         run_dir = Path(config.run_dir)
     else:
-        task = _task_name(config.data.class_path)
         arch = config.model.init_args.get("arch", "model")
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         run_dir = Path("runs") / f"{task}-{arch}-{stamp}"
@@ -160,18 +169,32 @@ def _prepare_run_dir(config) -> Path:
     return run_dir
 
 
-def build_cli(args: list[str] | None = None) -> LitSeqCLI:
-    """Parse ``args`` and instantiate data, model and trainer; raise BadInput on bad input."""
+def _with_config(args: list[str] | None) -> list[str]:
+    """``args`` with the default config when none is given, and shipped configs found.
+
+    ``--config configs/echo/rnn.yaml`` names the file in the working directory if there is
+    one, else the config shipped in the package (so the README's commands work anywhere).
+    """
     args = list(sys.argv[1:] if args is None else args)
-    if not any(a == "--config" or a.startswith("--config=") for a in args) and not any(
-        a in ("-h", "--help") for a in args
-    ):
-        args = ["--config", str(DEFAULT_CONFIG), *args]
+    out, given = [], False
+    while args:
+        arg = args.pop(0)
+        if arg == "--config" or arg.startswith("--config="):
+            name = arg.split("=", 1)[1] if "=" in arg else (args.pop(0) if args else "")
+            found = find_file(name) if name else None
+            out += ["--config", str(found or name)]
+            given = True
+        else:
+            out.append(arg)
+    if not given and not any(a in ("-h", "--help") for a in out):
+        out = ["--config", str(DEFAULT_CONFIG), *out]
+    return out
+
+
+def _make_cli(cli_class: type[LitSeqCLI], args: list[str]) -> LitSeqCLI:
     accelerated = torch.cuda.is_available()
-    if accelerated:
-        torch.set_float32_matmul_precision("high")
     try:
-        return LitSeqCLI(
+        return cli_class(
             model_class=SequenceSystem,
             datamodule_class=SyntheticDataModule,
             subclass_mode_model=True,
@@ -190,6 +213,25 @@ def build_cli(args: list[str] | None = None) -> LitSeqCLI:
         )
     except (ArgumentError, ValueError) as err:
         raise BadInput(_one_line(err)) from None
+
+
+def build_cli(args: list[str] | None = None) -> LitSeqCLI:
+    """Parse ``args`` and instantiate data, model and trainer; raise BadInput on bad input."""
+    if torch.cuda.is_available():
+        torch.set_float32_matmul_precision("high")
+    return _make_cli(LitSeqCLI, _with_config(args))
+
+
+def check_config(args: list[str]) -> tuple[SyntheticDataModule, SequenceSystem]:
+    """(data module, system) that the fit arguments ``args`` build; BadInput if they do not.
+
+    The same parser, links and constructors as :func:`build_cli`, so a grid that checks each
+    of its cells with this refuses, before anything trains, whatever a fit would refuse
+    (cross-field rules included: ``d_model`` and ``n_heads``, a ``cls`` readout on a
+    forward-only RNN), in the same words. No run folder, no Trainer, no data generated.
+    """
+    cli = _make_cli(CheckCLI, _with_config(args))
+    return cli.datamodule, cli.model
 
 
 def _inner(error: BaseException) -> BaseException | None:
@@ -212,55 +254,48 @@ def _one_line(error: BaseException) -> str:
     return root
 
 
-def run(cli: LitSeqCLI) -> dict:
-    """Fit, test on the best checkpoint (all test sets), write and return the metrics."""
+def run(cli: LitSeqCLI) -> FitResult:
+    """Fit, test on the best checkpoint (all test sets), write and return the result."""
     try:
         return _fit_and_test(cli)
     finally:
         # also after a failure, so a later run in this process never logs into this one
-        _finish_wandb(cli.trainer)
+        for logger in _wandb_loggers(cli.trainer):
+            logger.finish()
 
 
-def _fit_and_test(cli: LitSeqCLI) -> dict:
+def _wandb_loggers(trainer: Trainer) -> list[GuardedWandbLogger]:
+    return [lg for lg in trainer.loggers if isinstance(lg, GuardedWandbLogger)]
+
+
+def _fit_and_test(cli: LitSeqCLI) -> FitResult:
     trainer, model, datamodule = cli.trainer, cli.model, cli.datamodule
     trainer.fit(model, datamodule=datamodule, ckpt_path=cli.config.ckpt_path)
     timer = next(c for c in trainer.callbacks if isinstance(c, TrainTimer))
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
     tested = trainer.test(model, datamodule=datamodule, ckpt_path=best or None, verbose=False)
-    metrics = {k: float(v) for result in tested for k, v in result.items()}
-    wandb_run = ""
-    for logger in trainer.loggers:
-        if isinstance(logger, WandbLogger):
-            wandb_run = wandb_run_path(logger.experiment)
-    record = {
-        "task": _task_name(cli.config.data.class_path),
-        "arch": model.hparams.arch,
-        "system": type(model).__name__,
-        "main_metric": model.main_metric,
-        "params": model.num_parameters,
-        "steps": trainer.global_step,
-        "train_seconds": round(timer.seconds, 3),
-        "samples_per_second": round(
-            timer.steps * datamodule.batch_size / max(timer.seconds, 1e-9), 1
-        ),
-        "best_checkpoint": best,
-        "last_checkpoint": str(Path(cli.run_dir) / "checkpoints" / "last.ckpt"),
-        "run_dir": str(cli.run_dir),
-        "wandb_run": wandb_run,
-        "metrics": metrics,
-    }
-    atomic_write_json(Path(cli.run_dir) / METRICS_FILE, record)
-    return record
+    wandb = _wandb_loggers(trainer)
+    result = FitResult(
+        task=datamodule.name,
+        arch=model.hparams.arch,
+        system=type(model).__name__,
+        main_metric=model.main_metric,
+        params=model.num_parameters,
+        steps=trainer.global_step,
+        train_seconds=round(timer.seconds, 3),
+        samples_per_second=round(timer.steps * datamodule.batch_size / max(timer.seconds, 1e-9), 1),
+        best_checkpoint=best,
+        last_checkpoint=str(Path(cli.run_dir) / "checkpoints" / "last.ckpt"),
+        run_dir=str(cli.run_dir),
+        wandb_run=wandb[0].run_path() if wandb else "",
+        wandb_error=wandb[0].error if wandb else "",
+        metrics={k: float(v) for result in tested for k, v in result.items()},
+    )
+    result.write(cli.run_dir)
+    return result
 
 
-def _finish_wandb(trainer: Trainer) -> None:
-    """Close the W&B run so the next run in this process never merges into it."""
-    for logger in trainer.loggers:
-        if isinstance(logger, WandbLogger) and logger._experiment is not None:
-            logger.experiment.finish()
-
-
-def cli_main(args: list[str] | None = None) -> dict:
+def cli_main(args: list[str] | None = None) -> FitResult:
     """Build from ``args`` and run; what tests and the grid workers call in-process."""
     return run(build_cli(args))
 

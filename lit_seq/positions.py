@@ -10,20 +10,17 @@ the accuracy over each span of one training length: positions [0, N), [N, 2N), .
 """
 
 import argparse
-import importlib
 import json
 import sys
 from pathlib import Path
 
 import torch
-import yaml
+
+from lit_seq.fit import BadInput, check_config
+from lit_seq.record import FitResult
+from lit_seq.results.markdown import markdown_table
 
 CHECKPOINTS = ("best", "last")
-
-
-def _load_class(class_path: str) -> type:
-    module, _, name = class_path.rpartition(".")
-    return getattr(importlib.import_module(module), name)
 
 
 def find_checkpoint(run_dir: Path, which: str) -> Path:
@@ -37,9 +34,9 @@ def find_checkpoint(run_dir: Path, which: str) -> Path:
         found = [folder / "last.ckpt"]
     else:
         try:
-            recorded = json.loads((run_dir / "metrics.json").read_text())["best_checkpoint"]
-            found = [folder / Path(recorded).name]
-        except (OSError, ValueError, KeyError, TypeError):  # no record: the only best-* file
+            recorded = FitResult.read(run_dir).best_checkpoint
+            found = [folder / Path(recorded).name] if recorded else []
+        except (OSError, ValueError, TypeError):  # no record: the only best-* file
             found = sorted(folder.glob("best-*.ckpt"))
     found = [p for p in found if p.is_file()]
     if not found:
@@ -48,17 +45,22 @@ def find_checkpoint(run_dir: Path, which: str) -> Path:
 
 
 def load_run(run_dir: Path, which: str = "best"):
-    """(system, datamodule) of a finished run, the datamodule set up for testing."""
-    config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    data = config["data"]
-    datamodule = _load_class(data["class_path"])(**data.get("init_args", {}))
-    system_class = _load_class(config["model"]["class_path"])
-    system = system_class.load_from_checkpoint(find_checkpoint(run_dir, which), map_location="cpu")
+    """(system, datamodule) of a finished run, the datamodule set up for testing.
+
+    Both are built from the run's own ``config.yaml`` by ``lit_seq.fit`` (same seed, same
+    test sets), then the checkpoint's weights are loaded (tensors only: ``weights_only``).
+    """
+    config = run_dir / "config.yaml"
+    if not config.is_file():
+        raise FileNotFoundError(f"{run_dir} has no config.yaml: not a run folder of lit_seq.fit")
+    datamodule, system = check_config(["--config", str(config), "--wandb=off"])
     if not hasattr(system, "step_hits"):
         raise ValueError(
-            f"{system_class.__name__} has no per-step predictions; "
+            f"{type(system).__name__} has no per-step predictions; "
             "positions applies to per-step tasks (parity_sum, echo)"
         )
+    checkpoint = torch.load(find_checkpoint(run_dir, which), map_location="cpu", weights_only=True)
+    system.load_state_dict(checkpoint["state_dict"])
     datamodule.setup("test")
     return system.eval(), datamodule
 
@@ -85,14 +87,14 @@ def span_accuracy(system, datamodule) -> dict[str, list[float | None]]:
 
 
 def format_table(result: dict[str, list[float | None]], span: int) -> str:
+    """Markdown: one row per test set, one column per span ("-": nothing counted there)."""
     width = max(len(v) for v in result.values())
     header = ["test set"] + [f"[{i * span}, {(i + 1) * span})" for i in range(width)]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rows = []
     for prefix, spans in result.items():
         cells = ["-" if a is None else f"{a:.3f}" for a in spans]
-        cells += [""] * (width - len(cells))
-        lines.append("| " + " | ".join([prefix, *cells]) + " |")
-    return "\n".join(lines)
+        rows.append([prefix, *cells, *[""] * (width - len(cells))])
+    return markdown_table(header, rows).rstrip("\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         system, datamodule = load_run(args.run_dir, args.checkpoint)
-    except (FileNotFoundError, ValueError, KeyError) as err:
+    except (FileNotFoundError, ValueError, KeyError, BadInput) as err:
         print(f"lit_seq.positions: error: {err}", file=sys.stderr)
         return 2
     result = span_accuracy(system, datamodule)

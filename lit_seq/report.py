@@ -12,28 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-import pandas as pd
-from rich.console import Console
-
-from lit_seq.ablate.common import BadGrid
-from lit_seq.ablate.plots import write_plots
-from lit_seq.ablate.records import read_records
-from lit_seq.ablate.tables import aggregate_table, print_aggregate, runs_table, write_tables
-
-
-def build_report(
-    out_dir: Path, console: Console | None = None
-) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
-    """Write the tables and plots of ``out_dir``; return (runs, aggregate, plot paths)."""
-    records = list(read_records(out_dir).values())
-    if not records:
-        raise BadGrid(f"{str(out_dir)!r} holds no run records (records/*.json)")
-    runs = runs_table(records)
-    aggregate = aggregate_table(runs)
-    write_tables(out_dir, runs, aggregate)
-    plots = write_plots(out_dir, runs)
-    print_aggregate(aggregate, console)
-    return runs, aggregate, plots
+from lit_seq.results.report import NoRecords, build_report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         build_report(args.dir)
-    except BadGrid as err:
+    except NoRecords as err:
         print(f"lit_seq.report: error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -8,6 +8,8 @@ import netrc
 import os
 from pathlib import Path
 
+from lit_seq.checks import check_choice
+
 WANDB_MODES = ("auto", "online", "offline", "off")
 
 
@@ -27,8 +29,7 @@ def resolve_wandb_mode(mode: str) -> str:
     ``auto`` honours ``WANDB_MODE`` when set (``disabled`` counts as ``off``), else goes
     online only when an API key is configured.
     """
-    if mode not in WANDB_MODES:
-        raise ValueError(f"wandb={mode!r} is not one of {list(WANDB_MODES)}")
+    check_choice("wandb", mode, WANDB_MODES)
     if mode != "auto":
         return mode
     env = os.environ.get("WANDB_MODE", "").lower()

@@ -130,10 +130,19 @@ def test_unknown_section_is_refused(capsys):
     assert "speed" in capsys.readouterr().err
 
 
-def test_grid_section_skips_when_the_driver_is_missing(monkeypatch, tmp_path):
-    monkeypatch.setattr(grid.importlib.util, "find_spec", lambda name: None)
+def test_grid_section_runs_the_shipped_grid(monkeypatch, tmp_path):
+    calls = []
+
+    def fake_run_grid(path, out_dir, workers, timeout):
+        calls.append((path, workers))
+        return {"workers": workers, "seconds": 1.0, "exit_code": 0}
+
+    monkeypatch.setattr(grid, "run_grid", fake_run_grid)
     result = grid.run(True, tmp_path)
-    assert result["status"].startswith("skipped") and result["rows"] == []
+    assert [workers for _, workers in calls] == [1, 2]
+    assert all(path.is_absolute() and path.is_file() for path, _ in calls)
+    assert result["grid"] == "ablations/smoke.yaml"  # the same in a checkout and any install
+    assert result["efficiency"] == 0.5 and result["status"] == "ok"
 
 
 def test_target_clock_and_seed_fields_for_one_quality_row(tmp_path):

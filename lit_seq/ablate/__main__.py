@@ -18,15 +18,20 @@ from pathlib import Path
 from rich.console import Console
 
 from lit_seq.ablate.common import BadGrid
-from lit_seq.ablate.executor import EXECUTORS, GridJob
+from lit_seq.ablate.folder import check_out_dir, init_out_dir, lock_out_dir
+from lit_seq.ablate.grid import load_grid
+from lit_seq.ablate.jobs import Executor, GridJob
+from lit_seq.ablate.local_pool import run_local
 from lit_seq.ablate.order import longest_first
 from lit_seq.ablate.progress import GridProgress
-from lit_seq.ablate.ray_executor import ray_options, require_ray
-from lit_seq.ablate.records import check_out_dir, init_out_dir, lock_out_dir, read_records
-from lit_seq.ablate.spec import Run, load_grid
+from lit_seq.ablate.ray_executor import ray_options, require_ray, run_ray
+from lit_seq.ablate.spec import Run
 from lit_seq.ablate.wandb_summary import log_summary
-from lit_seq.report import build_report
+from lit_seq.record import RunRecord, read_records
+from lit_seq.results.report import build_report
 from lit_seq.tracking import WANDB_MODES, resolve_wandb_mode
+
+EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray}
 
 
 def _workers(text: str) -> int:
@@ -49,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("grid", type=Path, help="grid file, e.g. ablations/smoke.yaml")
+    parser.add_argument(
+        "grid", type=Path, help="grid file, e.g. ablations/smoke.yaml (or a shipped grid's name)"
+    )
     parser.add_argument("--out", type=Path, help="output folder (default results/<grid name>)")
     parser.add_argument("--workers", type=_workers, default=1, help="parallel runs (default 1)")
     parser.add_argument("--dry-run", action="store_true", help="list the runs, train nothing")
@@ -87,18 +94,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def print_plan(spec: dict, runs: list[Run], done: dict, out_dir: Path, console: Console) -> None:
+def _done(done: dict[str, RunRecord], run: Run) -> bool:
+    return run.run_id in done and done[run.run_id].ok
+
+
+def print_plan(
+    spec: dict, runs: list[Run], done: dict[str, RunRecord], out_dir: Path, console: Console
+) -> None:
     """The cells of the grid, their base configs and what is left to run (``--dry-run``)."""
     cells: dict[str, list[Run]] = {}
     for run in runs:
         cells.setdefault(run.cell, []).append(run)
     console.print(f"grid {spec['name']}: {len(runs)} runs", style="bold", highlight=False)
     for cell, members in cells.items():
-        ok = sum(done.get(r.run_id, {}).get("status") == "ok" for r in members)
+        ok = sum(_done(done, r) for r in members)
         seeds = ",".join(str(r.seed) for r in members)
         line = f"  {cell}  [{members[0].config}]  seeds {seeds}  done {ok}/{len(members)}"
         console.print(line, markup=False, highlight=False, soft_wrap=True)
-    n_done = sum(done.get(r.run_id, {}).get("status") == "ok" for r in runs)
+    n_done = sum(_done(done, r) for r in runs)
     console.print(
         f"{len(cells)} cells x {len(spec['seeds'])} seeds = {len(runs)} runs; "
         f"{n_done} done, {len(runs) - n_done} to run -> {out_dir}",
@@ -133,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     except BadGrid as err:
         print(f"lit_seq.ablate: error: {err}", file=sys.stderr)
         return 2
-    todo = [r for r in runs if done.get(r.run_id, {}).get("status") != "ok"]
+    todo = [r for r in runs if not _done(done, r)]
     where = "as Ray tasks" if args.executor == "ray" else f"on {args.workers} local worker(s)"
     console.print(
         f"grid {spec['name']}: {len(runs)} runs, {len(runs) - len(todo)} already done, "
@@ -155,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     config = {"grid": spec, "runs": len(runs), "out_dir": str(out_dir)}
     log_summary(out_dir, spec["name"], wandb_mode, aggregate, plots, config, console=console)
     final = read_records(out_dir)
-    failed = [r.run_id for r in runs if final.get(r.run_id, {}).get("status") != "ok"]
+    failed = [r.run_id for r in runs if not _done(final, r)]
     if failed:
         console.print(f"{len(failed)} of {len(runs)} runs failed: see records/ and logs/")
         return 1

@@ -19,20 +19,21 @@ from rich.progress import (
 )
 
 from lit_seq.ablate.spec import Run
+from lit_seq.record import RunRecord
 
 
-def describe(record: dict) -> str:
+def describe(record: RunRecord) -> str:
     """One line for a finished run: main metric at each test length, or the error."""
-    if record["status"] != "ok":
-        return f"{record['run_id']}  {record['error']}"
-    metric, metrics = record["main_metric"], record["metrics"]
+    if not record.ok:
+        return f"{record.run_id}  {record.error}"
+    metric, metrics = record.main_metric, record.metrics
     values = [
         f"{prefix.removeprefix('test_')} {metrics[key]:.3f}"
         for key in metrics
         if key.endswith(f"/{metric}") and (prefix := key.split("/")[0])
     ]
-    line = f"{record['run_id']}  {metric}: {', '.join(values)}  ({record['wall_seconds']:.1f} s)"
-    return f"{line}  warning: {record['warning']}" if record.get("warning") else line
+    line = f"{record.run_id}  {metric}: {', '.join(values)}  ({record.wall_seconds:.1f} s)"
+    return f"{line}  warning: {record.warning}" if record.warning else line
 
 
 class GridProgress:
@@ -80,9 +81,9 @@ class GridProgress:
         self.running.add(run.run_id)
         self._refresh()
 
-    def finish(self, record: dict) -> None:
-        self.running.discard(record["run_id"])
-        ok = record["status"] == "ok"
+    def finish(self, record: RunRecord) -> None:
+        self.running.discard(record.run_id)
+        ok = record.ok
         self.ok += ok
         self.failed += not ok
         status = "[green]ok[/]    " if ok else "[red]FAILED[/]"

@@ -5,8 +5,8 @@
 
 Without an address (and no ``RAY_ADDRESS``) a local Ray instance is started for the grid and
 stopped after it; ``auto`` or ``host:port`` joins a running cluster (``ray start --head``).
-A task trains one run with ``worker.execute_run`` and *returns* its record; the driver writes
-it (``records.write_record``), so the records, and with them the tables and resume, live in the
+A task trains one run with ``run_one.logged_run`` and *returns* its record; the driver writes
+it (``lit_seq.record.write_record``), so the records, and with them the tables and resume, live in the
 driver's ``--out`` even when the nodes share no filesystem. Run folders (checkpoints, W&B files)
 and logs are written on the node that ran the task, under the same ``--out`` path.
 Per-run resources: ``--ray-num-cpus/--ray-num-gpus``, else the grid's ``ray:`` section, else
@@ -21,30 +21,18 @@ import contextlib
 import logging
 import math
 import os
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lit_seq.ablate.common import BadGrid
-from lit_seq.ablate.records import write_record
-
-if TYPE_CHECKING:  # imported lazily: Ray's helper processes must not pay for torch
-    from lit_seq.ablate.executor import GridJob, OnRecord, OnStart
-    from lit_seq.ablate.spec import Run
+from lit_seq.ablate.jobs import GridJob, OnRecord, OnStart, RayOptions
+from lit_seq.ablate.spec import Run
+from lit_seq.errors import error_line
+from lit_seq.record import RunRecord, write_record
+from lit_seq.runtime import QUIET_OPENMP, cpu_count, use_threads
 
 INSTALL_HINT = "executor 'ray' needs the ray extra: pip install -e '.[ray]'"
 MAX_RETRIES = 2  # reruns of a task whose worker process or node died (a failed run is a result)
 RESOURCE_KEYS = ("num_cpus", "num_gpus")  # the keys of a grid's ray: section
 SECRET_ENV = ("WANDB_API_KEY",)  # never shipped through Ray: `wandb login` on each node instead
-
-
-@dataclass(frozen=True)
-class RayOptions:
-    """Where the tasks run and what each asks for (flags over the grid's ``ray:`` section)."""
-
-    address: str | None = None  # None: RAY_ADDRESS if set, else a local instance
-    num_cpus: float = 1.0  # per run; its torch threads too (at least 1)
-    num_gpus: float | None = None  # per run; None: 1 if the cluster has GPUs, else 0
 
 
 def require_ray():
@@ -101,35 +89,21 @@ class _Mailbox:
         return items
 
 
-def _use_threads(n: int) -> None:
-    """Torch threads = the task's CPUs: two 2-thread runs on 2 cores crawl (as in worker_main)."""
-    os.environ["OMP_NUM_THREADS"] = str(n)
-    import torch
-
-    torch.set_num_threads(n)
-    with contextlib.suppress(RuntimeError):  # only settable before inter-op work starts
-        torch.set_num_interop_threads(1)
-
-
-def _train(run: Run, out_dir: str, wandb_mode: str, grid_name: str, threads: int, mailbox) -> dict:
+def _train(run: Run, job: GridJob, threads: int, mailbox) -> RunRecord:
     """One run inside a Ray worker: its record (log path included), for the driver to write."""
     import ray
 
-    from lit_seq.ablate.worker import LOGS, _output_to, execute_run
+    # imported here, in the task: the mailbox actor's process never pays for torch
+    from lit_seq.ablate.run_one import logged_run
 
-    _use_threads(threads)
+    use_threads(threads)
     worker = f"ray-{ray.util.get_node_ip_address()}:{os.getpid()}"
     mailbox.post.remote(run.run_id, worker)
-    log = Path(out_dir) / LOGS / f"{run.run_id}.log"
-    with _output_to(log):  # on this node, like the run folder
-        record = execute_run(run, Path(out_dir), wandb_mode, grid_name, worker=worker)
-    return {**record, "log": str(log)}
+    return logged_run(run, job, worker=worker)  # its log is on this node, like its run folder
 
 
 def _connect(ray, address: str | None) -> bool:
     """Join ``address`` (or RAY_ADDRESS), else start a local instance; True if started here."""
-    from lit_seq.ablate.executor import cpu_count
-
     address = address or os.environ.get("RAY_ADDRESS") or None
     # the runs write their own logs; the driver's console is for the progress lines
     common = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
@@ -155,8 +129,8 @@ def _check_fits(ray, num_cpus: float, num_gpus: float, local: bool) -> None:
 def _task_env() -> dict[str, str]:
     """What a run needs from the driver's environment on any node: quiet OpenMP, W&B settings."""
     env = {k: v for k, v in os.environ.items() if k.startswith("WANDB_") and k not in SECRET_ENV}
-    # spinning OpenMP threads make a busy machine crawl (see run_local)
-    env["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
+    # spinning OpenMP threads make a busy machine crawl (see lit_seq.runtime)
+    env.update({k: os.environ.get(k, v) for k, v in QUIET_OPENMP.items()})
     return env
 
 
@@ -170,16 +144,15 @@ def _take(ray, mailbox) -> list[tuple[str, str]]:
 
 def _lost(err: Exception, ray) -> str:
     """One line for a task that returned no record."""
-    from lit_seq.ablate.worker import _one_line
-
     if isinstance(err, ray.exceptions.RayTaskError):  # raised outside execute_run: not retried
-        return f"ray task failed: {_one_line(err.cause or err)}"
-    return f"ray task lost, retried {MAX_RETRIES}x: {_one_line(err)}"
+        return f"ray task failed: {error_line(err.cause or err)}"
+    return f"ray task lost, retried {MAX_RETRIES}x: {error_line(err)}"
 
 
 def _collect(ray, pending: dict, job: GridJob, on_start: OnStart, on_record: OnRecord, mailbox):
     """Write and report each task's record as it finishes (a lost task: a failed record)."""
-    from lit_seq.ablate.worker import failed_record
+    # run_one imports torch: kept out of this module, which the mailbox actor's process loads
+    from lit_seq.ablate.run_one import failed_record
 
     by_id = {run.run_id: run for run in pending.values()}
     try:
@@ -194,7 +167,7 @@ def _collect(ray, pending: dict, job: GridJob, on_start: OnStart, on_record: OnR
                 try:
                     record = ray.get(ref)
                 except ray.exceptions.RayError as err:
-                    record = failed_record(run, job.out_dir, job.grid_name, _lost(err, ray))
+                    record = failed_record(run, job, _lost(err, ray))
                 write_record(job.out_dir, record)  # the only write: on disk, then reported
                 on_record(record)
     except BaseException:  # Ctrl-C above all
@@ -242,8 +215,7 @@ def run_ray(
         )(task)
         mailbox = ray.remote(num_cpus=0)(_Mailbox).remote()
         threads = max(1, int(options.num_cpus))
-        args = (str(job.out_dir), job.wandb_mode, job.grid_name, threads, mailbox)
-        pending = {remote.remote(run, *args): run for run in runs}
+        pending = {remote.remote(run, job, threads, mailbox): run for run in runs}
         _collect(ray, pending, job, on_start, on_record, mailbox)
     finally:
         if mailbox is not None:

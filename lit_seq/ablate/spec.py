@@ -14,6 +14,7 @@ plus axes, so an axis that only makes sense for one model (``readout`` for the c
 A block names its base config with ``config: configs/echo/lstm.yaml`` or with ``task`` and
 ``arch`` axes (-> ``configs/<task>/<arch>.yaml``). Later settings win: grid overrides, then
 block overrides, then the block's axes. :func:`expand` is pure: a spec in, runs out.
+``lit_seq.ablate.grid.load_grid`` adds the check of every cell by building it.
 """
 
 import itertools
@@ -23,10 +24,11 @@ from pathlib import Path
 
 import yaml
 
-from lit_seq.ablate.axes import AXES, check_paths_apply, check_value, config_path
-from lit_seq.ablate.common import BadGrid, format_value
+from lit_seq.ablate.axes import AXES, config_path
+from lit_seq.ablate.common import BadGrid
+from lit_seq.assets import CONFIG_DIR, config_file, find_file, shipped_name
+from lit_seq.record import format_value
 
-REPO = Path(__file__).resolve().parents[2]
 GRID_KEYS = ("name", "description", "seeds", "overrides", "blocks", "ray")
 BLOCK_KEYS = ("name", "config", "axes", "overrides")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -42,9 +44,11 @@ class Run:
     cell: str  # {block}__{axis}={value}__...
     axes: dict  # axis key -> value, in the order the block lists them
     seed: int
-    config: str  # base config, relative to the repository when inside it
+    config: str  # base config: ``configs/<task>/<arch>.yaml`` when shipped, else absolute
     overrides: tuple[str, ...]  # LightningCLI arguments after --config
     index: int = 0  # position in the grid: the order of the tables
+    task: str = ""  # the registry names of what the run builds, set by load_grid's check
+    arch: str = ""
 
     def __hash__(self) -> int:  # axes is a dict, so the generated hash would fail
         return hash(self.run_id)
@@ -70,11 +74,10 @@ def _check_overrides(overrides: object, where: str) -> dict:
         return {}
     if not isinstance(overrides, dict):
         raise BadGrid(f"{where}: overrides must be a mapping of key: value, got {overrides!r}")
-    for key, value in overrides.items():
+    for key in overrides:
         if key == "task":
             raise BadGrid(f"{where}: task is not an override; give it as an axis or use config:")
         config_path(str(key), where)
-        check_value(key, value, f"{where}: overrides")
     return dict(overrides)
 
 
@@ -87,23 +90,29 @@ def _check_axes(axes: object, where: str) -> dict:
         config_path(str(key), where)
         if not isinstance(values, list) or not values:
             raise BadGrid(f"{where}: axis {key!r} must be a non-empty list, got {values!r}")
-        for value in values:
-            check_value(key, value, where)
+        if key == "task":
+            _check_tasks(values, where)
         if len({format_value(v) for v in values}) != len(values):
             raise BadGrid(f"{where}: axis {key!r} repeats a value: {values!r}")
     return dict(axes)
 
 
+def _check_tasks(values: list, where: str) -> None:
+    """A ``task`` axis picks ``configs/<task>/``: its values must name those folders."""
+    tasks = sorted(p.name for p in CONFIG_DIR.iterdir() if p.is_dir())
+    for value in values:
+        if value not in tasks:
+            raise BadGrid(f"{where}: task={value!r} is not one of {tasks}")
+
+
 def resolve_config(value: object, where: str) -> str:
-    """A block's ``config:`` as stored: repository-relative when inside it, else absolute."""
+    """A block's ``config:`` as stored (:func:`lit_seq.assets.shipped_name`)."""
     if not isinstance(value, str) or not value:
         raise BadGrid(f"{where}: config must be a path to a YAML file, got {value!r}")
-    path = Path(value)
-    candidates = [path] if path.is_absolute() else [Path.cwd() / path, REPO / path]
-    found = next((p.resolve() for p in candidates if p.is_file()), None)
+    found = find_file(value)
     if found is None:
         raise BadGrid(f"{where}: base config {value!r} does not exist")
-    return str(found.relative_to(REPO)) if found.is_relative_to(REPO) else str(found)
+    return shipped_name(found)
 
 
 def parse_spec(raw: object, where: str = "grid") -> dict:
@@ -155,8 +164,12 @@ def parse_spec(raw: object, where: str = "grid") -> dict:
 
 
 def load_spec(path: Path) -> dict:
-    """Read (safely) and validate a grid file; BadGrid with one line on any problem."""
-    path = Path(path)
+    """Read (safely) and validate a grid file; BadGrid with one line on any problem.
+
+    A relative path that is not in the working directory is looked up among the shipped
+    grids (``ablations/smoke.yaml``, or just ``smoke``).
+    """
+    path = find_file(path) or Path(path)
     try:
         raw = yaml.safe_load(path.read_text())
     except OSError as err:
@@ -219,29 +232,4 @@ def expand(spec: dict) -> list[Run]:
     return runs
 
 
-def config_file(config: str) -> Path:
-    """A run's base config (``Run.config``) as a path that works from any working directory."""
-    path = Path(config)
-    return path if path.is_absolute() else REPO / path
-
-
-def load_grid(path: Path) -> tuple[dict, list[Run]]:
-    """Load, validate and expand a grid; check every base config exists and accepts the
-    keys set on it. Everything that can be checked without training is checked here."""
-    path = Path(path)
-    spec = load_spec(path)
-    runs = expand(spec)
-    keys_by_base: dict[tuple[str, str], set[str]] = {}
-    for run in runs:
-        if not config_file(run.config).is_file():
-            raise BadGrid(
-                f"{path.name}: block {run.block!r}: base config {run.config!r} does not exist"
-            )
-        keys = {a.split("=", 1)[0][2:] for a in run.overrides} - {"seed_everything"}
-        keys_by_base.setdefault((run.block, run.config), set()).update(keys)
-    for (block, config), keys in keys_by_base.items():
-        check_paths_apply(config_file(config), sorted(keys), f"{path.name}: block {block!r}")
-    return spec, runs
-
-
-__all__ = ["AXES", "BadGrid", "Run", "expand", "load_grid", "load_spec", "parse_spec"]
+__all__ = ["AXES", "BadGrid", "Run", "config_file", "expand", "load_spec", "parse_spec"]

@@ -33,7 +33,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from lit_seq.bench import datagen, grid, memory, overhead, quality  # noqa: E402
-from lit_seq.bench.common import REPO, device_name, log  # noqa: E402
+from lit_seq.bench.common import device_name, log  # noqa: E402
 from lit_seq.io import atomic_write_json  # noqa: E402
 
 # section -> (runner, the row fields its table shows)
@@ -135,13 +135,13 @@ def section_table(name: str, result: dict, columns: list[str]) -> Table:
 
 
 def _git_revision() -> str | None:
-    """The commit measured, with ``+dirty`` when the working tree has changes."""
+    """The commit of the checkout the benchmark runs in (the working directory), with
+    ``+dirty`` when its working tree has changes; None outside a git checkout."""
     try:
 
         def git(*cmd: str) -> str:
-            return subprocess.run(
-                ["git", *cmd], cwd=REPO, capture_output=True, text=True, check=True
-            ).stdout.strip()
+            done = subprocess.run(["git", *cmd], capture_output=True, text=True, check=True)
+            return done.stdout.strip()
 
         return git("rev-parse", "--short", "HEAD") + (
             "+dirty" if git("status", "--porcelain") else ""

@@ -1,9 +1,11 @@
-"""Helpers every benchmark section shares: configs, run folders, timing, quiet fits."""
+"""Helpers every benchmark section shares: configs, fit arguments, child processes, run
+folders, timing, quiet fits."""
 
 import contextlib
 import io
 import logging
 import statistics
+import subprocess
 import sys
 import time
 import warnings
@@ -12,15 +14,52 @@ from pathlib import Path
 
 import torch
 
-from lit_seq.fit import CONFIG_DIR
+from lit_seq.assets import CONFIG_DIR
 
-REPO = CONFIG_DIR.parent
 ARCHS = ("transformer", "rnn", "lstm")
+
+# every fit and grid of the benchmark runs without W&B (``lit_seq.fit`` and
+# ``lit_seq.ablate`` both read it): no network, no account, nothing uploaded
+NO_WANDB = "--wandb=off"
+# what a grid worker adds to each fit, the driver owning the console (the same pair as
+# ``lit_seq.ablate.worker.GRID_FLAGS``; not imported, so that the benchmark reaches the
+# grid driver only through its command line)
+GRID_WORKER_FLAGS = ("--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false")
+# a smoke-sized fit: 20 steps, validation at 10 and 20 on 2 batches, a 2-batch test
+TINY_FIT = (
+    "--trainer.max_steps=20",
+    "--trainer.val_check_interval=10",
+    "--trainer.limit_val_batches=2",
+    "--trainer.limit_test_batches=2",
+)
 
 
 def config_path(task: str, arch: str) -> Path:
     """The shipped default config of ``task`` / ``arch``."""
     return CONFIG_DIR / task / f"{arch}.yaml"
+
+
+def fit_args(*extra: str, config: Path | None = None, run_dir: Path | None = None) -> list[str]:
+    """``lit_seq.fit`` arguments as the benchmark runs it: ``config`` (else fit's default),
+    W&B off, ``run_dir`` (where given), then ``extra``."""
+    args = ["--config", str(config)] if config else []
+    args.append(NO_WANDB)
+    if run_dir is not None:
+        args.append(f"--run_dir={run_dir}")
+    return [*args, *extra]
+
+
+def run_module(
+    module: str, *args: str, timeout: float | None = None
+) -> subprocess.CompletedProcess:
+    """``python -m module args`` in a fresh child process, its output captured as text."""
+    cmd = [sys.executable, "-m", module, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def output_tail(proc: subprocess.CompletedProcess, lines: int) -> list[str]:
+    """The last ``lines`` lines a child printed, stdout then stderr."""
+    return (proc.stdout + proc.stderr).strip().splitlines()[-lines:]
 
 
 def device_name() -> str:

@@ -1,37 +1,26 @@
 """Grid scaling: the same ablation grid with 1 and with 2 local workers.
 
-Each grid runs as its own ``python -m lit_seq.ablate GRID --out DIR --workers N --wandb
-off`` into a fresh folder (so nothing is resumed). efficiency = t1 / (2 * t2): 1.0 means
-two workers finish in half the time of one.
+Each grid (a shipped one, from ``lit_seq/ablations``) runs as its own ``python -m
+lit_seq.ablate GRID --out DIR --workers N --wandb=off`` into a fresh folder (so nothing is
+resumed). efficiency = t1 / (2 * t2): 1.0 means two workers finish in half the time of one.
 """
 
-import importlib.util
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from lit_seq.bench.common import REPO, log
+from lit_seq.assets import GRID_DIR, shipped_name
+from lit_seq.bench.common import NO_WANDB, log, output_tail, run_module
 
 TARGET = 0.8
 
 
-def _skipped(reason: str) -> dict:
-    return {"status": f"skipped: {reason}", "rows": [], "passed": None}
-
-
 def run_grid(grid: Path, out_dir: Path, workers: int, timeout: float) -> dict:
     """One grid run in a subprocess; wall seconds, exit code and the tail of its output."""
-    cmd = [sys.executable, "-m", "lit_seq.ablate", str(grid), "--out", str(out_dir)]
-    cmd += ["--workers", str(workers), "--wandb", "off"]
+    args = [str(grid), "--out", str(out_dir), "--workers", str(workers), NO_WANDB]
     start = time.perf_counter()
-    proc = subprocess.run(
-        cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=os.environ.copy()
-    )
+    proc = run_module("lit_seq.ablate", *args, timeout=timeout)
     seconds = time.perf_counter() - start
-    tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
     runs = _run_seconds(out_dir)
     return {
         "workers": workers,
@@ -42,7 +31,7 @@ def run_grid(grid: Path, out_dir: Path, workers: int, timeout: float) -> dict:
         # each other down (cores or threads shared); the longest bounds any schedule
         "run_seconds_sum": round(sum(runs), 1),
         "longest_run_s": round(max(runs, default=0.0), 1),
-        "tail": tail,
+        "tail": output_tail(proc, 5),
     }
 
 
@@ -60,11 +49,7 @@ def _run_seconds(out_dir: Path) -> list[float]:
 
 
 def run(quick: bool, workdir: Path) -> dict:
-    if importlib.util.find_spec("lit_seq.ablate") is None:
-        return _skipped("lit_seq.ablate is not there yet")
-    grid = REPO / "ablations" / ("smoke.yaml" if quick else "arch.yaml")
-    if not grid.exists():
-        return _skipped(f"{grid.relative_to(REPO)} is not there yet")
+    grid = GRID_DIR / ("smoke.yaml" if quick else "arch.yaml")
     rows = []
     for workers in (1, 2):
         log(f"grid: {grid.name} with {workers} worker(s)")
@@ -74,7 +59,7 @@ def run(quick: bool, workdir: Path) -> dict:
     failed = [r["workers"] for r in rows if r["exit_code"] != 0]
     return {
         "status": "ok" if not failed else f"grid failed with workers={failed}",
-        "grid": str(grid.relative_to(REPO)),
+        "grid": shipped_name(grid),  # ablations/<name>.yaml, wherever lit_seq is installed
         "target": f"efficiency >= {TARGET}",
         "notes": [
             "efficiency = t1 / (2 * t2); each grid in a fresh folder, W&B off",

@@ -14,24 +14,14 @@ import gc
 import json
 import os
 import resource
-import subprocess
 import sys
 from pathlib import Path
 
 import torch
 
-from lit_seq.bench.common import REPO, log
+from lit_seq.bench.common import GRID_WORKER_FLAGS, TINY_FIT, fit_args, log, output_tail, run_module
 
 TARGET_GROWTH = 0.10
-
-TINY = [
-    "--trainer.max_steps=20",
-    "--trainer.val_check_interval=10",
-    "--trainer.limit_val_batches=2",
-    "--trainer.limit_test_batches=2",
-]
-# what a grid worker passes: the driver owns the console
-WORKER_FLAGS = ["--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
 
 
 def current_rss_mb() -> float:
@@ -75,22 +65,23 @@ def child_worker(args: list[str], runs: int, root: str) -> dict:
 
 
 def _in_child(kind: str, payload: dict, result_file: Path) -> dict:
-    cmd = [sys.executable, "-m", "lit_seq.bench.memory", kind, json.dumps(payload)]
-    proc = subprocess.run(cmd + [str(result_file)], cwd=REPO, capture_output=True, text=True)
+    proc = run_module("lit_seq.bench.memory", kind, json.dumps(payload), str(result_file))
     if proc.returncode != 0:
-        tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
+        tail = " | ".join(output_tail(proc, 3))
         raise RuntimeError(f"memory child {kind!r} failed ({proc.returncode}): {tail}")
     return json.loads(result_file.read_text())
 
 
 def run(quick: bool, workdir: Path) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
-    base = ["--wandb=off"] + (TINY if quick else [])
     log("memory: one default fit in a child process")
-    fit = _in_child("fit", {"args": [*base, f"--run_dir={workdir}/fit"]}, workdir / "fit.json")
+    args = fit_args(*(TINY_FIT if quick else ()), run_dir=workdir / "fit")
+    fit = _in_child("fit", {"args": args}, workdir / "fit.json")
     runs = 5 if quick else 20
     log(f"memory: {runs} consecutive tiny fits in one worker process")
-    payload = {"args": ["--wandb=off", *TINY, *WORKER_FLAGS], "runs": runs, "root": str(workdir)}
+    # run_dir is added per run, as a grid worker does
+    args = fit_args(*TINY_FIT, *GRID_WORKER_FLAGS)
+    payload = {"args": args, "runs": runs, "root": str(workdir)}
     worker = _in_child("worker", payload, workdir / "worker.json")
     rss = worker["rss_mb"]
     growth = rss[-1] / rss[0] - 1

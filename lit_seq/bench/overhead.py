@@ -30,6 +30,8 @@ from lit_seq.bench.common import (
     Stopwatch,
     alternating,
     config_path,
+    device_name,
+    fit_args,
     log,
     median,
     quiet_fit,
@@ -38,8 +40,7 @@ from lit_seq.bench.common import (
 )
 from lit_seq.data import TASKS
 from lit_seq.fit import LitSeqCLI, build_cli
-from lit_seq.systems.base import OPTIMIZERS, SequenceSystem
-from lit_seq.systems.schedules import schedule_factor
+from lit_seq.systems.base import SequenceSystem
 
 TARGET = 1.05  # lit_seq may cost at most 5% more than the hand loop
 STEPS, REPEATS = 150, 3
@@ -47,15 +48,13 @@ STEPS, REPEATS = 150, 3
 
 def build(task: str, arch: str, steps: int, run_dir: Path, *extra: str) -> LitSeqCLI:
     """lit_seq's default ``task``/``arch`` fit, ``steps`` long, validation and W&B off."""
-    args = [
-        "--config",
-        str(config_path(task, arch)),
-        "--wandb=off",
-        f"--run_dir={run_dir}",
+    args = fit_args(
         f"--trainer.max_steps={steps}",
         "--trainer.limit_val_batches=0",
         *extra,
-    ]
+        config=config_path(task, arch),
+        run_dir=run_dir,
+    )
     return build_cli(args)
 
 
@@ -104,22 +103,17 @@ def hand_loop(
 ) -> tuple[list[float], float]:
     """The minimal loop: zero_grad, loss, backward, clip, step, schedule step.
 
-    The optimizer and schedule are built as ``configure_optimizers`` builds them (the
-    schedule's length is known here, so no trainer is needed). Returns (step marks,
-    whole seconds including the optimizer set-up), like :func:`lit_loop`.
+    The optimizer and schedule are the ones ``configure_optimizers`` hands Lightning
+    (:meth:`SequenceSystem.build_optimizer`; the schedule's length is known here, so no
+    trainer is needed). Returns (step marks, whole seconds including the optimizer
+    set-up), like :func:`lit_loop`.
     """
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(device_name())
     bf16 = precision.startswith("bf16")
     marks = []
     with Stopwatch() as whole:
-        model.to(device).train()
-        hp = model.hparams
-        fused = {"fused": True} if device.type == "cuda" else {}
-        optimizer = OPTIMIZERS[hp.optimizer](
-            model.parameters(), lr=hp.lr, weight_decay=hp.weight_decay, **fused
-        )
-        factor = schedule_factor(hp.schedule, hp.warmup_steps, steps)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+        model.to(device).train()  # first: the optimizer's fused kernels follow the device
+        optimizer, scheduler = model.build_optimizer(steps)
         loader = datamodule.train_dataloader()  # created once and re-iterated, as fit does
         while len(marks) < steps:
             for batch in loader:

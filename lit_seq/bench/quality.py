@@ -16,7 +16,7 @@ from pathlib import Path
 import lightning as L
 
 from lit_seq.bench import seed_recipes
-from lit_seq.bench.common import config_path, device_name, log, quiet_fit
+from lit_seq.bench.common import TINY_FIT, config_path, device_name, fit_args, log, quiet_fit
 from lit_seq.fit import build_cli
 from lit_seq.fit import run as fit_and_test
 
@@ -28,13 +28,6 @@ ROWS = (
     ("echo", "lstm", 1.0, None),
     ("seq2seq", "transformer", 0.95, None),
 )
-
-QUICK_ARGS = [
-    "--trainer.max_steps=20",
-    "--trainer.val_check_interval=10",
-    "--trainer.limit_val_batches=2",
-    "--trainer.limit_test_batches=2",
-]
 
 
 class TargetClock(L.Callback):
@@ -61,20 +54,20 @@ class TargetClock(L.Callback):
 def lit_seq_run(task: str, arch: str, target: float, run_dir: Path, quick: bool) -> dict:
     """The default fit + test of ``task``/``arch`` with a :class:`TargetClock` attached."""
     start = time.perf_counter()
-    args = ["--config", str(config_path(task, arch)), "--wandb=off", f"--run_dir={run_dir}"]
+    args = fit_args(*(TINY_FIT if quick else ()), config=config_path(task, arch), run_dir=run_dir)
     with quiet_fit():
-        cli = build_cli(args + (QUICK_ARGS if quick else []))
+        cli = build_cli(args)
         clock = TargetClock(target, start)
         cli.trainer.callbacks.append(clock)
-        record = fit_and_test(cli)
-    main = record["main_metric"]
+        result = fit_and_test(cli)
+    main = result.main_metric
     return {
         "seconds_to_target": round(clock.reached[1], 2) if clock.reached else None,
         "step_at_target": clock.reached[0] if clock.reached else None,
         "total_seconds": round(time.perf_counter() - start, 2),
-        "steps": record["steps"],
+        "steps": result.steps,
         "metric": main,
-        "test_metric": round(record["metrics"][f"test/{main}"], 4),
+        "test_metric": round(result.metrics[f"test/{main}"], 4),
         "val_history": clock.history,
     }
 

@@ -1,6 +1,6 @@
 """Synthetic sequence tasks as LightningDataModules, one task per file.
 
-`TASKS` maps the task name used in configs to its DataModule class.
+`TASKS` maps each DataModule's `name` (used in configs, grids and records) to its class.
 """
 
 from lit_seq.data.base import SyntheticDataModule, TensorDictDataset, batch_loader
@@ -10,10 +10,7 @@ from lit_seq.data.seq2seq import BOS, EOS, N_SPECIAL, OPS, PAD, Seq2SeqData, seq
 from lit_seq.data.signal import SignalData, sine_waves
 
 TASKS: dict[str, type[SyntheticDataModule]] = {
-    "signal": SignalData,
-    "parity_sum": ParitySumData,
-    "echo": EchoData,
-    "seq2seq": Seq2SeqData,
+    cls.name: cls for cls in (SignalData, ParitySumData, EchoData, Seq2SeqData)
 }
 
 __all__ = [

@@ -13,26 +13,10 @@ import torch
 from torch import Tensor
 from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, SequentialSampler
 
-TASK_KINDS = ("classification", "regression", "binary", "seq2seq")
+from lit_seq.checks import check_int
 
 # Seeds of the splits are seed * _SPLIT_STRIDE + split index: one generator stream per split.
 _SPLIT_STRIDE = 1000
-
-
-def check_int(
-    name: str, value: object, minimum: int, maximum: int | None = None, allowed: str | None = None
-) -> int:
-    """Return `value` if it is an integer in [minimum, maximum], else raise a ValueError naming it.
-
-    `allowed` replaces the default description of the range in the message.
-    """
-    if allowed is None:
-        allowed = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
-    # bool is an int subclass, but `batch_size=True` is always a mistake.
-    ok = isinstance(value, int) and not isinstance(value, bool)
-    if not ok or value < minimum or (maximum is not None and value > maximum):
-        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
-    return value
 
 
 class TensorDictDataset(Dataset):
@@ -89,7 +73,7 @@ def batch_loader(dataset: Dataset, batch_size: int, shuffle: bool, seed: int) ->
 class SyntheticDataModule(L.LightningDataModule):
     """Base of the synthetic tasks: train/val/test splits plus length-generalisation test sets.
 
-    Subclasses set `task_kind`, the split sizes `n_train`, `n_val`, `n_test`, the properties
+    Subclasses set `name`, `task_kind`, the split sizes `n_train`, `n_val`, `n_test`, the properties
     `train_length`, `in_features` and `out_features`, and implement `_generate`. Each split is
     drawn from its own generator (seed * 1000 + split index), so splits are independent draws
     and the global torch RNG is never used.
@@ -101,7 +85,8 @@ class SyntheticDataModule(L.LightningDataModule):
             (integers >= 2, no repeats). Defaults to [2, 4]; [] disables them.
     """
 
-    task_kind: ClassVar[str] = ""
+    name: ClassVar[str] = ""  # the task's registry name, carried into every record
+    task_kind: ClassVar[str] = ""  # which system trains it: a key of lit_seq.systems.SYSTEMS
     n_train: int
     n_val: int
     n_test: int

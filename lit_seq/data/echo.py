@@ -3,7 +3,8 @@
 import torch
 from torch import Tensor
 
-from lit_seq.data.base import SyntheticDataModule, check_int
+from lit_seq.checks import check_int
+from lit_seq.data.base import SyntheticDataModule
 
 
 def echo_targets(bits: Tensor, lag: int) -> Tensor:
@@ -40,6 +41,7 @@ class EchoData(SyntheticDataModule):
             >= 2, no repeats). Defaults to [2, 4]; [] disables them.
     """
 
+    name = "echo"  # its key in TASKS, configs/<name>/ and every record
     task_kind = "binary"
 
     def __init__(

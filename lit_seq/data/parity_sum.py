@@ -3,7 +3,8 @@
 import torch
 from torch import Tensor
 
-from lit_seq.data.base import SyntheticDataModule, check_int
+from lit_seq.checks import check_int
+from lit_seq.data.base import SyntheticDataModule
 
 
 def parity_sum_targets(values: Tensor) -> Tensor:
@@ -39,6 +40,7 @@ class ParitySumData(SyntheticDataModule):
             >= 2, no repeats). Defaults to [2, 4]; [] disables them.
     """
 
+    name = "parity_sum"  # its key in TASKS, configs/<name>/ and every record
     task_kind = "regression"
 
     def __init__(

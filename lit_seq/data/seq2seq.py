@@ -3,7 +3,8 @@
 import torch
 from torch import Tensor
 
-from lit_seq.data.base import SyntheticDataModule, check_int
+from lit_seq.checks import check_int
+from lit_seq.data.base import SyntheticDataModule
 
 PAD, BOS, EOS = 0, 1, 2
 N_SPECIAL = 3  # ordinary symbols start after the special tokens
@@ -64,6 +65,7 @@ class Seq2SeqData(SyntheticDataModule):
             (integers >= 2, no repeats). Defaults to [2, 4]; [] disables them.
     """
 
+    name = "seq2seq"  # its key in TASKS, configs/<name>/ and every record
     task_kind = "seq2seq"
 
     def __init__(

@@ -5,7 +5,8 @@ import math
 import torch
 from torch import Tensor
 
-from lit_seq.data.base import SyntheticDataModule, check_int
+from lit_seq.checks import check_int
+from lit_seq.data.base import SyntheticDataModule
 
 
 def sine_waves(freq: Tensor, phase: Tensor, length: int, window: int) -> Tensor:
@@ -44,6 +45,7 @@ class SignalData(SyntheticDataModule):
             >= 2, no repeats). Defaults to [2, 4]; [] disables them.
     """
 
+    name = "signal"  # its key in TASKS, configs/<name>/ and every record
     task_kind = "classification"
 
     def __init__(

@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 from torch import nn
 
+from lit_seq.checks import check_choice
+
 from .attention import MultiHeadAttention, causal_mask
 from .heads import PerStepHead, SequenceClassifier
 from .positional import (
@@ -38,11 +40,6 @@ SEQ2SEQ: dict[str, Callable[..., nn.Module]] = {
 }
 
 
-def _check_arch(arch: str, registry: dict[str, Callable[..., nn.Module]]) -> None:
-    if arch not in registry:
-        raise ValueError(f"arch={arch!r} is not one of {list(registry)}")
-
-
 def build_backbone(
     arch: str,
     *,
@@ -62,7 +59,7 @@ def build_backbone(
     The transformer ignores ``bidirectional``; rnn/lstm ignore ``n_heads``, ``d_ff``,
     ``pos_mode``, ``residual`` and ``max_len`` (so those are not validated for them).
     """
-    _check_arch(arch, BACKBONES)
+    check_choice("arch", arch, BACKBONES)
     kwargs = dict(d_model=d_model, n_layers=n_layers, dropout=dropout, causal=causal)
     if arch == "transformer":
         kwargs.update(n_heads=n_heads, d_ff=d_ff, pos_mode=pos_mode, residual=residual)
@@ -91,7 +88,7 @@ def build_seq2seq(
 
     rnn/lstm ignore ``n_heads``, ``d_ff``, ``pos_mode``, ``residual`` and ``max_len``.
     """
-    _check_arch(arch, SEQ2SEQ)
+    check_choice("arch", arch, SEQ2SEQ)
     kwargs = dict(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, dropout=dropout)
     kwargs.update(share_embeddings=share_embeddings, pad_id=pad_id)
     if arch == "transformer":

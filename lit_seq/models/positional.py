@@ -13,6 +13,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from lit_seq.checks import check_choice
+
 POS_MODES = ("sinusoidal", "learnable", "none")
 
 
@@ -80,10 +82,9 @@ def build_positional(pos_mode: str, d_model: int, max_len: int) -> nn.Module:
     "none" gives ``nn.Identity()``: the no-position ablation (a bag of tokens
     unless the model is causal).
     """
+    check_choice("pos_mode", pos_mode, POS_MODES)
     if pos_mode == "sinusoidal":
         return SinusoidalPositionalEncoding(d_model, max_len)
     if pos_mode == "learnable":
         return LearnablePositionalEncoding(d_model, max_len)
-    if pos_mode == "none":
-        return nn.Identity()
-    raise ValueError(f"pos_mode={pos_mode!r} is not one of {list(POS_MODES)}")
+    return nn.Identity()

@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from lit_seq.checks import check_choice
+
 READOUTS = ("mean", "cls", "last")
 
 
@@ -29,9 +31,7 @@ class Readout(nn.Module):
 
     def __init__(self, mode: str, d_model: int) -> None:
         super().__init__()
-        if mode not in READOUTS:
-            raise ValueError(f"readout={mode!r} is not one of {list(READOUTS)}")
-        self.mode = mode
+        self.mode = check_choice("readout", mode, READOUTS)
         if mode == "cls":
             self.cls_token = nn.Parameter(torch.randn(1, 1, d_model) * 0.02)  # (1, 1, d)
 

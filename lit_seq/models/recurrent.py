@@ -9,6 +9,8 @@ from __future__ import annotations
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from lit_seq.checks import check_choice
+
 CELLS = ("rnn", "lstm")
 
 
@@ -20,8 +22,7 @@ def make_rnn(
     Dropout between layers only exists when there is more than one layer (torch
     warns otherwise), so it is dropped for ``n_layers == 1``.
     """
-    if cell not in CELLS:
-        raise ValueError(f"cell={cell!r} is not one of {list(CELLS)}")
+    check_choice("cell", cell, CELLS)
     kwargs = dict(
         input_size=d_model,
         hidden_size=d_model,
@@ -61,7 +62,7 @@ class RecurrentBackbone(nn.Module):
         super().__init__()
         if bidirectional and causal:
             raise ValueError("bidirectional=True reads the future; not allowed with causal=True")
-        self.cell = cell
+        self.cell = self.arch = cell  # arch: its key in BACKBONES
         self.causal = causal
         self.bidirectional = bidirectional
         self.rnn = make_rnn(cell, d_model, n_layers, dropout, bidirectional)

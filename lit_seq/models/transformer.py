@@ -149,6 +149,8 @@ class TransformerBackbone(nn.Module):
         max_len: longest sequence the positional table covers.
     """
 
+    arch = "transformer"  # its key in BACKBONES
+
     def __init__(
         self,
         d_model: int = 64,

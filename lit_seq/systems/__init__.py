@@ -1,6 +1,7 @@
 """LightningModules ("systems"): loss, metrics, optimizer and schedule around a network.
 
-``SYSTEMS`` maps a data module's ``task_kind`` to the system that trains it.
+``SYSTEMS`` maps a data module's ``task_kind`` to the system that trains it; ``lit_seq.fit``
+refuses a data module and a system whose kinds differ.
 """
 
 from lit_seq.systems.base import SequenceSystem
@@ -10,10 +11,7 @@ from lit_seq.systems.regression import StepRegression
 from lit_seq.systems.seq2seq import Seq2Seq
 
 SYSTEMS: dict[str, type[SequenceSystem]] = {
-    "classification": SequenceClassification,
-    "regression": StepRegression,
-    "binary": StepBinary,
-    "seq2seq": Seq2Seq,
+    cls.task_kind: cls for cls in (SequenceClassification, StepRegression, StepBinary, Seq2Seq)
 }
 
 __all__ = [

@@ -8,32 +8,30 @@ base class owns the backbone options, the optimizer and schedule, and the loggin
 """
 
 import math
+from typing import ClassVar
 
 import lightning as L
 import torch
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
+from lit_seq.checks import check_choice
 from lit_seq.models import BACKBONES, build_backbone, count_parameters
 from lit_seq.systems.schedules import SCHEDULES, schedule_factor
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
 
 
-def check_choice(field: str, value: object, allowed) -> None:
-    """Raise one clear line when ``value`` is not among ``allowed``."""
-    if value not in allowed:
-        raise ValueError(f"{field}={value!r} is not one of {sorted(allowed)}")
-
-
 class SequenceSystem(L.LightningModule):
     """Base of the four systems; never instantiated directly.
 
     Subclasses set ``self.net`` and implement :meth:`loss`, :meth:`build_metrics` and
-    :meth:`evaluate`. ``main_metric`` names the metric that result tables lead with.
+    :meth:`evaluate`. ``task_kind`` says which tasks it trains (``fit`` refuses
+    any other pairing); ``main_metric`` names the metric that result tables lead with.
     """
 
-    main_metric: str = "acc"
+    task_kind: ClassVar[str] = ""  # the data modules it trains: their ``task_kind``
+    main_metric: ClassVar[str] = "acc"
 
     def __init__(
         self,
@@ -177,16 +175,24 @@ class SequenceSystem(L.LightningModule):
         self.log(f"{prefix}/loss", loss, add_dataloader_idx=False)
         self.log_dict(metrics, add_dataloader_idx=False)
 
-    def configure_optimizers(self):
+    def build_optimizer(self, total_steps: int):
+        """(optimizer, per-step LambdaLR) of this system for a run of ``total_steps``.
+
+        What ``configure_optimizers`` hands Lightning, and what a hand-written loop (the
+        benchmark's) uses to make exactly the same updates without a Trainer.
+        """
         hp = self.hparams
         # fused kernels only exist for CUDA parameters
         fused = {"fused": True} if self.device.type == "cuda" else {}
         optimizer = OPTIMIZERS[hp.optimizer](
             self.parameters(), lr=hp.lr, weight_decay=hp.weight_decay, **fused
         )
+        factor = schedule_factor(hp.schedule, hp.warmup_steps, total_steps)
+        return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+    def configure_optimizers(self):
         total = int(self.trainer.estimated_stepping_batches) if self._trainer else 1
-        factor = schedule_factor(hp.schedule, hp.warmup_steps, total)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+        optimizer, scheduler = self.build_optimizer(total)
         return {
             "optimizer": optimizer,
             "lr_scheduler": {"scheduler": scheduler, "interval": "step"},

@@ -17,6 +17,7 @@ class StepBinary(SequenceSystem):
     of sequences right at every scored position.
     """
 
+    task_kind = "binary"
     main_metric = "acc"
 
     def __init__(self, causal: bool = True, **kwargs) -> None:

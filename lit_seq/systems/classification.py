@@ -20,6 +20,7 @@ class SequenceClassification(SequenceSystem):
     is kept in ``self.confusion`` for the plotting callback.
     """
 
+    task_kind = "classification"
     main_metric = "acc"
 
     def __init__(self, readout: str = "mean", label_smoothing: float = 0.1, **kwargs) -> None:

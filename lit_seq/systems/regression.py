@@ -19,6 +19,7 @@ class StepRegression(SequenceSystem):
     right at every position.
     """
 
+    task_kind = "regression"
     main_metric = "acc"
 
     def __init__(self, causal: bool = True, target_scale: float = 1.0, **kwargs) -> None:

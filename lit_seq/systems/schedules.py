@@ -7,6 +7,8 @@ and the schedules stay comparable across model widths.
 import math
 from collections.abc import Callable
 
+from lit_seq.checks import check_choice
+
 SCHEDULES = ("noam", "cosine", "constant")
 
 
@@ -45,6 +47,5 @@ def schedule_factor(name: str, warmup_steps: int, total_steps: int) -> Callable[
         return noam_factor(warmup_steps)
     if name == "cosine":
         return cosine_factor(warmup_steps, total_steps)
-    if name == "constant":
-        return lambda step: 1.0
-    raise ValueError(f"schedule={name!r} is not one of {list(SCHEDULES)}")
+    check_choice("schedule", name, SCHEDULES)
+    return lambda step: 1.0  # constant

@@ -19,6 +19,7 @@ class Seq2Seq(SequenceSystem):
     sequences decoded exactly.
     """
 
+    task_kind = "seq2seq"
     main_metric = "exact"
 
     def __init__(

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lit_seq.ablate.tables import ID_COLUMNS, RUN_COLUMNS, STATUS_COLUMNS, metric_order
+from lit_seq.results.tables import ID_COLUMNS, RUN_COLUMNS, STATUS_COLUMNS, metric_order
 
 PLOTS = "plots"
 MAX_PAIR_BARS = 8

@@ -1,4 +1,4 @@
-"""The grid's output folder: one record per finished run, written atomically.
+"""The grid's output folder: which grid it belongs to, who is using it, where runs go.
 
 Layout of an output folder (``results/<grid>`` by default)::
 
@@ -21,17 +21,14 @@ import fcntl
 import hashlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import yaml
 
 from lit_seq.ablate.common import BadGrid
+from lit_seq.ablate.spec import Run
 from lit_seq.io import atomic_write_json, atomic_write_text, read_json
+from lit_seq.record import RECORDS, read_records
 
-if TYPE_CHECKING:  # spec imports the registries (torch, Lightning); report must not need them
-    from lit_seq.ablate.spec import Run
-
-RECORDS = "records"
 RUNS = "runs"
 FINGERPRINT = "fingerprint.json"
 GRID_FILE = "grid.yaml"
@@ -39,29 +36,6 @@ GRID_FILE = "grid.yaml"
 
 def run_dir(out_dir: Path, run_id: str) -> Path:
     return Path(out_dir) / RUNS / run_id
-
-
-def record_path(out_dir: Path, run_id: str) -> Path:
-    return Path(out_dir) / RECORDS / f"{run_id}.json"
-
-
-def write_record(out_dir: Path, record: dict) -> Path:
-    """Write ``record`` as ``records/<run_id>.json`` (temp file + fsync + rename)."""
-    path = record_path(out_dir, record["run_id"])
-    atomic_write_json(path, record)
-    return path
-
-
-def read_records(out_dir: Path) -> dict[str, dict]:
-    """Every complete record of the folder by run id (temp files of killed writes ignored)."""
-    records = {}
-    for path in sorted((Path(out_dir) / RECORDS).glob("[!.]*.json")):
-        try:
-            record = read_json(path)
-        except (OSError, json.JSONDecodeError):
-            continue  # unreadable: treated as missing, so the run simply runs again
-        records[record.get("run_id", path.stem)] = record
-    return records
 
 
 def fingerprint(grid_name: str, runs: list[Run]) -> str:

@@ -14,8 +14,9 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from lit_seq.ablate.common import format_value
 from lit_seq.io import atomic_write_text
+from lit_seq.record import RunRecord, format_value
+from lit_seq.results.markdown import markdown_cell, markdown_table
 
 ID_COLUMNS = ["run_id", "block", "cell", "task", "arch"]
 RUN_COLUMNS = ["seed", "main_metric", "params", "steps", "train_seconds", "samples_per_second"]
@@ -30,24 +31,24 @@ def metric_order(key: str) -> tuple:
     return (int(length.group(1)) if length else 0, prefix, name)
 
 
-def axis_columns(records: list[dict]) -> list[str]:
+def axis_columns(records: list[RunRecord]) -> list[str]:
     """Every axis any block varies, in order of appearance (task and arch have own columns)."""
-    keys = dict.fromkeys(k for r in records for k in r.get("axis_order", r.get("axes", {})))
+    keys = dict.fromkeys(k for r in records for k in (r.axis_order or r.axes))
     return [k for k in keys if k not in ("task", "arch")]
 
 
-def runs_table(records: list[dict]) -> pd.DataFrame:
+def runs_table(records: list[RunRecord]) -> pd.DataFrame:
     """One row per record, ordered as in the grid."""
-    records = sorted(records, key=lambda r: (r.get("index", 0), r["run_id"]))
+    records = sorted(records, key=lambda r: (r.index, r.run_id))
     axes = axis_columns(records)
-    metrics = sorted({k for r in records for k in r.get("metrics", {})}, key=metric_order)
+    metrics = sorted({k for r in records for k in r.metrics}, key=metric_order)
     rows = []
     for r in records:
-        row = {c: r.get(c) for c in ID_COLUMNS}
+        row = {c: getattr(r, c) for c in ID_COLUMNS}
         # axis values as text: one type per column, whatever each block put in it
-        row.update({a: format_value(r["axes"][a]) if a in r["axes"] else None for a in axes})
-        row.update({c: r.get(c) for c in RUN_COLUMNS + STATUS_COLUMNS})
-        row.update({m: r.get("metrics", {}).get(m) for m in metrics})
+        row.update({a: format_value(r.axes[a]) if a in r.axes else None for a in axes})
+        row.update({c: getattr(r, c) for c in RUN_COLUMNS + STATUS_COLUMNS})
+        row.update({m: r.metrics.get(m) for m in metrics})
         rows.append(row)
     columns = ID_COLUMNS + axes + RUN_COLUMNS + STATUS_COLUMNS + metrics
     return pd.DataFrame(rows, columns=columns)
@@ -80,20 +81,9 @@ def aggregate_table(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _markdown_cell(value: object) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
-    return str(value).replace("|", "\\|").replace("\n", " ")
-
-
 def to_markdown(table: pd.DataFrame) -> str:
-    """A GitHub Markdown table (no extra dependency), numbers to 4 significant digits."""
-    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
-    for row in table.itertuples(index=False):
-        lines.append("| " + " | ".join(_markdown_cell(v) for v in row) + " |")
-    return "\n".join(lines) + "\n"
+    """``table`` as a Markdown table (:func:`~lit_seq.results.markdown.markdown_table`)."""
+    return markdown_table(list(table.columns), [list(row) for row in table.itertuples(index=False)])
 
 
 def write_tables(out_dir: Path, runs: pd.DataFrame, aggregate: pd.DataFrame) -> list[Path]:
@@ -139,7 +129,7 @@ def task_summaries(aggregate: pd.DataFrame) -> list[tuple[str, list[str], list[l
         header += ["failed"] if show_failed else []
         body = []
         for _, row in rows.iterrows():
-            cells = [_markdown_cell(row[c]) for c in varying] + [str(row["n"])]
+            cells = [markdown_cell(row[c]) for c in varying] + [str(row["n"])]
             cells += [_mean_std(row[f"{k}_mean"], row[f"{k}_std"]) for k in keys]
             body.append(cells + ([str(row["failed"])] if show_failed else []))
         summaries.append((f"{task}: {metric} (mean ± std over seeds)", header, body))
@@ -148,11 +138,10 @@ def task_summaries(aggregate: pd.DataFrame) -> list[tuple[str, list[str], list[l
 
 def summary_markdown(aggregate: pd.DataFrame) -> str:
     """:func:`task_summaries` as Markdown: one headed table per task."""
-    parts = []
-    for title, header, body in task_summaries(aggregate):
-        lines = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(cells) + " |" for cells in body]
-        parts.append("\n".join(lines) + "\n")
+    parts = [
+        f"### {title}\n\n" + markdown_table(header, body)
+        for title, header, body in task_summaries(aggregate)
+    ]
     return "\n".join(parts)
 
 

@@ -1,0 +1,39 @@
+"""What every executor shares: the grid job, the per-run Ray options, the callback types.
+
+An executor (``local_pool.run_local``, ``ray_executor.run_ray``) has the signature of
+:data:`Executor`: it gets the runs still to do and a :class:`GridJob`, and must, for each
+run, call ``on_start`` when the run starts and ``on_record`` with its record once that
+record is on disk. It returns when every run has a record.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from lit_seq.ablate.spec import Run
+from lit_seq.record import RunRecord
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """Where Ray tasks run and what each asks for (flags over the grid's ``ray:`` section)."""
+
+    address: str | None = None  # None: RAY_ADDRESS if set, else a local instance
+    num_cpus: float = 1.0  # per run; its torch threads too (at least 1)
+    num_gpus: float | None = None  # per run; None: 1 if the cluster has GPUs, else 0
+
+
+@dataclass(frozen=True)
+class GridJob:
+    """What every run of a grid shares, whichever executor runs it."""
+
+    out_dir: Path
+    grid_name: str
+    wandb_mode: str  # online | offline | off (already resolved)
+    workers: int = 1
+    ray: RayOptions | None = None  # --executor ray: address and resources per run
+
+
+OnStart = Callable[[Run, str], None]  # (run, worker name)
+OnRecord = Callable[[RunRecord], None]  # the record, already written
+Executor = Callable[[list[Run], GridJob, OnStart, OnRecord], None]

@@ -1,0 +1,223 @@
+"""The ``local`` executor: a pool of long-lived worker processes on this machine.
+
+Each worker is spawned (not forked: fork + CUDA or fork + threads is unsafe), pays the
+Lightning import once, then trains the runs the driver sends it one at a time and sends
+back each record after writing it (``run_one.run_and_record``). CPU threads are split
+between the workers; with GPUs, worker i gets GPU i % n_gpus. A worker that dies (kill -9,
+out of memory) fails the run it held and is replaced; the grid goes on.
+"""
+
+import contextlib
+import ctypes
+import multiprocessing as mp
+import os
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+
+from lit_seq.ablate.jobs import GridJob, OnRecord, OnStart
+from lit_seq.ablate.run_one import failed_record, run_and_record
+from lit_seq.ablate.spec import Run
+from lit_seq.record import RunRecord, read_record, record_path, write_record
+from lit_seq.runtime import QUIET_OPENMP, cpu_count, gpu_devices, use_threads
+
+# Workers that die before taking any run consume nothing, so a machine where workers cannot
+# start at all (a broken install, no memory) would restart them forever. After this many
+# such deaths per worker slot in a row, the runs still waiting are recorded failed instead.
+MAX_IDLE_DEATHS_PER_SLOT = 2
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What a worker process needs to know, handed over when it is spawned."""
+
+    index: int
+    conn: Connection  # the worker's end of its pipe to the driver
+    parent_pid: int
+    threads: int
+    cuda_device: str | None
+    job: GridJob
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Make sure this worker never outlives a killed driver (kill -9 included)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            pr_set_pdeathsig = 1
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent_pid:
+        os._exit(1)  # the driver died before the line above took effect
+
+    def watch() -> None:  # fallback where prctl does not exist
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def worker_main(spec: WorkerSpec) -> None:
+    """A worker process: take runs from the pipe until ``None``, send back their records."""
+    _die_with_parent(spec.parent_pid)
+    # Ctrl-C is the driver's to handle: it kills the workers, and their runs rerun next time
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if spec.cuda_device is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = spec.cuda_device  # before CUDA is first touched
+    use_threads(spec.threads)
+    import lit_seq.fit  # noqa: F401 - pay the Lightning import once, not once per run
+
+    name = f"local-{spec.index}:{os.getpid()}"
+    while True:
+        try:
+            run = spec.conn.recv()
+        except (EOFError, OSError):
+            return
+        if run is None:
+            return
+        spec.conn.send(run_and_record(run, spec.job, worker=name))
+
+
+@dataclass
+class _Slot:
+    """One worker of the pool and the run it holds (None: idle)."""
+
+    process: mp.process.BaseProcess
+    conn: Connection  # the driver's end of the worker's pipe
+    run: Run | None = None
+
+
+class LocalPool:
+    """Runs a list of runs on ``job.workers`` worker processes; see :func:`run_local`."""
+
+    def __init__(self, runs: list[Run], job: GridJob, on_start: OnStart, on_record: OnRecord):
+        self.job, self.on_start, self.on_record = job, on_start, on_record
+        self.pending = deque(runs)
+        self.ctx = mp.get_context("spawn")
+        n = max(1, min(job.workers, len(runs)))
+        self.threads = max(1, cpu_count() // n)
+        self.devices = gpu_devices()
+        self.slots: list[_Slot | None] = [None] * n
+        self.idle_deaths = 0  # in a row: reset by every record that comes back
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Start the workers, feed them until every run has a record, then stop them."""
+        finished = False
+        try:
+            for i in range(len(self.slots)):
+                self._start(i)
+            while self.pending or any(s and s.run for s in self.slots):
+                self._hand_out()
+                self._wait()
+                for i, slot in enumerate(self.slots):
+                    if slot is not None:
+                        self._collect(i, slot)
+            finished = True
+        finally:
+            self._stop(graceful=finished)
+
+    def _start(self, i: int) -> None:
+        ours, theirs = self.ctx.Pipe()
+        device = self.devices[i % len(self.devices)] if self.devices else None
+        spec = WorkerSpec(i, theirs, os.getpid(), self.threads, device, self.job)
+        process = self.ctx.Process(
+            target=worker_main, args=(spec,), name=f"lit_seq-worker-{i}", daemon=True
+        )
+        process.start()
+        theirs.close()  # so a dead worker reads as EOF on our end
+        self.slots[i] = _Slot(process, ours)
+
+    def _hand_out(self) -> None:
+        """Give a waiting run to every idle, live worker."""
+        for slot in self.slots:
+            if slot is None or slot.run is not None or not self.pending:
+                continue
+            if not slot.process.is_alive():
+                continue  # _collect replaces it
+            run = self.pending.popleft()
+            try:
+                slot.conn.send(run)
+            except OSError:  # died just now: the run waits for the replacement
+                self.pending.appendleft(run)
+                continue
+            slot.run = run
+            self.on_start(run, slot.process.name)
+
+    def _wait(self) -> None:
+        """Sleep until a busy worker sends something or any worker ends (at most 1 s)."""
+        busy = [s.conn for s in self.slots if s and s.run]
+        wait(busy + [s.process.sentinel for s in self.slots if s], timeout=1.0)
+
+    def _collect(self, i: int, slot: _Slot) -> None:
+        """Take the record ``slot`` sent, or deal with its worker's death."""
+        if slot.run is not None and slot.conn.poll():
+            try:
+                record = slot.conn.recv()
+            except Exception:  # EOF or a torn message: it died, handled below
+                record = None
+            if record is not None:
+                slot.run = None
+                self.idle_deaths = 0
+                self.on_record(record)
+                return
+        if not slot.process.is_alive():
+            self._replace(i, slot)
+
+    def _replace(self, i: int, slot: _Slot) -> None:
+        """A worker died: fail its run (or count an idle death), start another if needed."""
+        exitcode = slot.process.exitcode
+        if slot.run is not None:
+            self.on_record(self._lost_run(slot.run, exitcode))
+        else:
+            self.idle_deaths += 1
+        slot.conn.close()
+        self.slots[i] = None
+        if self.idle_deaths > MAX_IDLE_DEATHS_PER_SLOT * len(self.slots):
+            while self.pending:  # workers cannot start here: fail what is left, once
+                self.on_record(self._lost_run(self.pending.popleft(), exitcode))
+        if self.pending:
+            self._start(i)
+
+    def _lost_run(self, run: Run, exitcode: int | None) -> RunRecord:
+        """The record of a run whose worker died: the one it wrote, if it got that far."""
+        try:  # only runs without an ok record are ever started, so an ok one here is fresh
+            written = read_record(record_path(self.job.out_dir, run.run_id))
+            if written.ok:
+                return written
+        except (OSError, ValueError, TypeError):
+            pass
+        error = f"worker died (exit code {exitcode}) before finishing the run"
+        record = failed_record(run, self.job, error)
+        write_record(self.job.out_dir, record)
+        return record
+
+    def _stop(self, graceful: bool) -> None:
+        """Ask idle workers to exit; kill any that will not (or all, when interrupted)."""
+        live = [s for s in self.slots if s is not None and s.process.is_alive()]
+        for slot in live:
+            if graceful:
+                with contextlib.suppress(OSError):  # already gone: join() below sees that
+                    slot.conn.send(None)
+            else:
+                slot.process.kill()
+        for slot in live:
+            slot.process.join(timeout=10 if graceful else 2)
+            if slot.process.is_alive():
+                slot.process.kill()
+                slot.process.join(timeout=2)
+            slot.conn.close()
+
+
+def run_local(runs: list[Run], job: GridJob, on_start: OnStart, on_record: OnRecord) -> None:
+    """Run ``runs`` on ``job.workers`` long-lived worker processes (the ``local`` executor)."""
+    if not runs:
+        return
+    # the workers inherit this before their torch loads OpenMP (see lit_seq.runtime)
+    for key, value in QUIET_OPENMP.items():
+        os.environ.setdefault(key, value)
+    LocalPool(runs, job, on_start, on_record).run()

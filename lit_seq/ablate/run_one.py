@@ -1,0 +1,146 @@
+"""One grid run in this process: train it through ``lit_seq.fit`` and turn it into a record.
+
+:func:`execute_run` is what every executor runs for a run (a local worker, a Ray task): it
+returns the run's :class:`~lit_seq.record.RunRecord` and never raises. A run that fails
+(bad config, NaN loss) is a failed record with the error as one line; a W&B failure is
+handled inside the fit (it goes on without W&B) and only shows as the record's warning.
+:func:`run_and_record` adds the run's log file and writes the record, so a result is on
+disk before anyone is told about it.
+"""
+
+import contextlib
+import dataclasses
+import math
+import os
+import shutil
+import sys
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+
+from lit_seq import fit
+from lit_seq.ablate.folder import run_dir
+from lit_seq.ablate.jobs import GridJob
+from lit_seq.ablate.spec import Run, config_file
+from lit_seq.errors import error_line
+from lit_seq.record import RunRecord, format_value, write_record
+
+LOGS = "logs"
+# the driver owns the console; each run's own output goes to logs/<run_id>.log
+GRID_FLAGS = ("--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false")
+
+
+def run_args(run: Run, job: GridJob) -> list[str]:
+    """The ``lit_seq.fit`` arguments of ``run``: base config, run folder, W&B, overrides."""
+    tags = [f"{k}={format_value(v)}"[:64] for k, v in run.axes.items()]  # W&B caps tags at 64
+    tags += [f"block={run.block}"[:64], f"seed={run.seed}"]
+    return [
+        "--config",
+        str(config_file(run.config)),
+        f"--run_dir={run_dir(job.out_dir, run.run_id)}",
+        f"--wandb={job.wandb_mode}",
+        f"--wandb_group={job.grid_name}",
+        f"--wandb_tags={format_value(tags)}",
+        *GRID_FLAGS,
+        *run.overrides,
+    ]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def base_record(run: Run, job: GridJob, worker: str = "") -> RunRecord:
+    """What a record knows before the run trains: where it sits in the grid (status failed)."""
+    return RunRecord(
+        run_id=run.run_id,
+        grid=job.grid_name,
+        block=run.block,
+        cell=run.cell,
+        axes=run.axes,
+        axis_order=list(run.axes),
+        seed=run.seed,
+        index=run.index,
+        config=run.config,
+        overrides=list(run.overrides),
+        task=run.task or None,
+        arch=run.arch or None,
+        worker=worker,
+        run_dir=str(run_dir(job.out_dir, run.run_id)),
+    )
+
+
+def failed_record(run: Run, job: GridJob, error: str, worker: str = "") -> RunRecord:
+    """The record of a run that failed outside :func:`execute_run` (e.g. its worker died)."""
+    return dataclasses.replace(base_record(run, job, worker), error=error, finished_at=_now())
+
+
+def _diverged(metrics: dict[str, float]) -> str:
+    """The error of a run whose test loss is not finite, else ""."""
+    bad = [k for k, v in metrics.items() if k.endswith("/loss") and not math.isfinite(v)]
+    return f"{bad[0]} is {metrics[bad[0]]}: diverged" if bad else ""
+
+
+def execute_run(run: Run, job: GridJob, worker: str = "") -> RunRecord:
+    """Train and test ``run`` in this process and return its record; never raises.
+
+    The run folder is wiped first: anything in it is the leftover of an interrupted attempt.
+    An exception gives status ``failed`` with the error as one line (traceback on stderr).
+    """
+    started = time.perf_counter()
+    record = base_record(run, job, worker)
+    shutil.rmtree(record.run_dir, ignore_errors=True)
+    try:
+        result = fit.cli_main(run_args(run, job))
+        error = _diverged(result.metrics)
+        warning = f"W&B failed, the run went on without it: {result.wandb_error}"
+        record = dataclasses.replace(
+            record,
+            **result.to_json(),
+            status="failed" if error else "ok",
+            error=error,
+            warning=warning if result.wandb_error else "",
+        )
+    except (Exception, SystemExit) as err:
+        traceback.print_exc()
+        record = dataclasses.replace(record, error=error_line(err))
+    record.wall_seconds = round(time.perf_counter() - started, 3)
+    record.finished_at = _now()
+    return record
+
+
+@contextlib.contextmanager
+def output_to(path: Path):
+    """Send this process's stdout and stderr (file descriptors, so C code too) to ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(path, "w") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, original in zip((1, 2), saved, strict=True):
+                os.dup2(original, fd)
+                os.close(original)
+
+
+def logged_run(run: Run, job: GridJob, worker: str = "") -> RunRecord:
+    """:func:`execute_run` with its output in ``logs/<run_id>.log`` (on this machine)."""
+    log = Path(job.out_dir) / LOGS / f"{run.run_id}.log"
+    with output_to(log):
+        record = execute_run(run, job, worker)
+    record.log = str(log)
+    return record
+
+
+def run_and_record(run: Run, job: GridJob, worker: str = "") -> RunRecord:
+    """:func:`logged_run`, then the record written to the grid folder."""
+    record = logged_run(run, job, worker)
+    write_record(job.out_dir, record)
+    return record

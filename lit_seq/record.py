@@ -1,0 +1,129 @@
+"""The run record: what one run produced, written once and read by everything after it.
+
+:class:`FitResult` is what ``lit_seq.fit`` writes as ``metrics.json`` in the run folder.
+:class:`RunRecord` is a grid's ``records/<run_id>.json``: the same fields plus where the run
+sits in its grid and how it ended. Both are flat JSON with sorted keys; reading tolerates
+records written before a field existed (it takes its default) and ignores unknown keys.
+Kept free of torch and Lightning, so tables and reports load fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lit_seq.io import atomic_write_json, read_json
+
+METRICS_FILE = "metrics.json"  # in a run folder
+RECORDS = "records"  # in a grid's output folder
+
+
+def format_value(value: object) -> str:
+    """An axis value as LightningCLI reads it on the command line (YAML): in run ids, in the
+    fit arguments of a grid run, and in tables (``true``, ``null``, ``[2, 4]``)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    return str(value)
+
+
+@dataclass
+class FitResult:
+    """One trained and tested run: sizes, speed, checkpoints and every test metric."""
+
+    task: str | None = None  # the DataModule's registry name (``TASKS``)
+    arch: str | None = None  # the backbone's registry name (``BACKBONES``)
+    system: str | None = None  # the LightningModule's class name
+    main_metric: str | None = None  # the metric tables lead with (``acc``, ``exact``)
+    params: int | None = None
+    steps: int | None = None  # optimizer steps taken in total
+    train_seconds: float | None = None  # wall seconds of this session's ``fit``
+    samples_per_second: float | None = None
+    best_checkpoint: str = ""
+    last_checkpoint: str = ""
+    run_dir: str = ""
+    wandb_run: str = ""  # entity/project/id online, the run's folder offline
+    wandb_error: str = ""  # why W&B stopped logging, if it did (the run went on without it)
+    metrics: dict[str, float] = field(default_factory=dict)  # test/acc, test_len40/acc, ...
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> FitResult:
+        """The record in ``data``; missing fields take their defaults, unknown keys are dropped."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def write(self, run_dir: Path) -> Path:
+        path = Path(run_dir) / METRICS_FILE
+        atomic_write_json(path, self.to_json())
+        return path
+
+    @classmethod
+    def read(cls, run_dir: Path) -> FitResult:
+        """The ``metrics.json`` of ``run_dir`` (OSError / ValueError if missing or unreadable)."""
+        return cls.from_json(read_json(Path(run_dir) / METRICS_FILE))
+
+
+@dataclass
+class RunRecord(FitResult):
+    """One run of a grid: its :class:`FitResult` fields, its place in the grid and its end."""
+
+    run_id: str = ""  # {cell}__seed={seed}, also the record's file name
+    grid: str = ""
+    block: str = ""
+    cell: str = ""  # {block}__{axis}={value}__...: the seeds of one cell share it
+    axes: dict = field(default_factory=dict)  # axis key -> value
+    axis_order: list[str] = field(default_factory=list)  # the block's order (files sort keys)
+    seed: int = 0
+    index: int = 0  # position in the grid: the order of the tables
+    config: str = ""  # base config (``lit_seq.assets.shipped_name``)
+    overrides: list[str] = field(default_factory=list)  # fit arguments after --config
+    worker: str = ""  # who ran it: local-<i>:<pid> or ray-<ip>:<pid>
+    status: str = "failed"  # ok | failed
+    error: str = ""  # one line, for failed runs
+    warning: str = ""  # one line: something went wrong that did not spoil the result
+    wall_seconds: float | None = None  # the whole run, build and test included
+    finished_at: str = ""  # UTC, ISO 8601
+    log: str = ""  # the run's own console output
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def record_path(out_dir: Path, run_id: str) -> Path:
+    return Path(out_dir) / RECORDS / f"{run_id}.json"
+
+
+def write_record(out_dir: Path, record: RunRecord) -> Path:
+    """Write ``record`` as ``records/<run_id>.json`` (temp file + fsync + rename)."""
+    path = record_path(out_dir, record.run_id)
+    atomic_write_json(path, record.to_json())
+    return path
+
+
+def read_record(path: Path) -> RunRecord:
+    """One record file (OSError / ValueError if unreadable)."""
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} does not hold a record")
+    return RunRecord.from_json(data)
+
+
+def read_records(out_dir: Path) -> dict[str, RunRecord]:
+    """Every complete record of a grid folder by run id (temp files of killed writes ignored)."""
+    records = {}
+    for path in sorted((Path(out_dir) / RECORDS).glob("[!.]*.json")):
+        try:
+            record = read_record(path)
+        except (OSError, json.JSONDecodeError, ValueError, TypeError):
+            continue  # unreadable: treated as missing, so the run simply runs again
+        records[record.run_id or path.stem] = record
+    return records

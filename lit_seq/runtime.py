@@ -1,0 +1,41 @@
+"""The machine a run gets: CPUs, GPUs, and how many torch threads to use on them.
+
+Shared by the grid's local workers and its Ray tasks, which must set threads the same way:
+two 2-thread torch processes on 2 shared cores run far slower than two 1-thread ones, and
+OpenMP threads that spin while they wait make a busy machine crawl (measured 20x).
+"""
+
+import contextlib
+import os
+
+# OpenMP reads this when torch loads it: set it in the environment of a process to come
+QUIET_OPENMP = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
+def cpu_count() -> int:
+    """CPUs this process may use (the affinity mask, which containers narrow)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def gpu_devices() -> list[str]:
+    """The ids to put in a worker's ``CUDA_VISIBLE_DEVICES``, one per visible GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible:
+        return [d.strip() for d in visible.split(",") if d.strip()]
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def use_threads(n: int) -> None:
+    """Make this process's torch use ``n`` intra-op threads and one inter-op thread."""
+    os.environ["OMP_NUM_THREADS"] = str(n)  # for whatever reads it from here on
+    import torch
+
+    torch.set_num_threads(n)
+    with contextlib.suppress(RuntimeError):  # only settable before inter-op work starts
+        torch.set_num_interop_threads(1)

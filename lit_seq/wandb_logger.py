@@ -1,0 +1,80 @@
+"""Weights & Biases logging that never stops a run: the first failure is kept, W&B goes quiet.
+
+W&B is a view of a run; the run folder and its records are the results. So every call into
+wandb that Lightning or lit_seq makes goes through :class:`GuardedWandbLogger`, which turns
+an exception (no network, a full disk, a crashed wandb service) into one warning line and a
+note in the run's record (``wandb_error``), and makes every later call a no-op. The run is
+started eagerly by :meth:`GuardedWandbLogger.start`, so that a W&B that cannot start is
+known before the first training step, not half-way through.
+"""
+
+import contextlib
+import sys
+from collections.abc import Callable
+
+from lightning.pytorch.loggers import WandbLogger
+
+from lit_seq.errors import error_line
+from lit_seq.tracking import wandb_run_path
+
+
+class GuardedWandbLogger(WandbLogger):
+    """A ``WandbLogger`` whose failures are recorded in :attr:`error` instead of raised."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.error = ""  # the first failure, as one line; "" while W&B works
+        self._started = False
+
+    def _guard(self, call: Callable[[], object]) -> object:
+        if self.error:
+            return None
+        try:
+            return call()
+        except Exception as err:  # noqa: BLE001 - whatever W&B raised, the run goes on
+            self.error = error_line(err, limit=500)
+            print(f"lit_seq: warning: W&B stopped, training goes on: {self.error}", file=sys.stderr)
+            return None
+
+    def start(self) -> bool:
+        """Start the W&B run (``wandb.init``) now; False if it could not start."""
+        self._started = self._guard(lambda: self.experiment) is not None
+        if not self._started:  # a half-started run must not swallow the next one
+            with contextlib.suppress(Exception):
+                import wandb
+
+                if wandb.run is not None:
+                    wandb.finish(exit_code=1)
+        return self._started
+
+    def update_config(self, config: dict) -> None:
+        self._guard(lambda: self.experiment.config.update(config, allow_val_change=True))
+
+    def log_metrics(self, metrics, step=None) -> None:
+        self._guard(lambda: super(GuardedWandbLogger, self).log_metrics(metrics, step))
+
+    def log_hyperparams(self, params) -> None:
+        self._guard(lambda: super(GuardedWandbLogger, self).log_hyperparams(params))
+
+    def log_image(self, key, images, step=None, **kwargs) -> None:
+        self._guard(lambda: super(GuardedWandbLogger, self).log_image(key, images, step, **kwargs))
+
+    def after_save_checkpoint(self, checkpoint_callback) -> None:
+        self._guard(
+            lambda: super(GuardedWandbLogger, self).after_save_checkpoint(checkpoint_callback)
+        )
+
+    def finalize(self, status: str) -> None:
+        self._guard(lambda: super(GuardedWandbLogger, self).finalize(status))
+
+    def run_path(self) -> str:
+        """Where the W&B run is (see ``wandb_run_path``); "" if it never started or failed."""
+        if not self._started or self.error:
+            return ""
+        return str(self._guard(lambda: wandb_run_path(self.experiment)) or "")
+
+    def finish(self) -> None:
+        """Close the W&B run, so that a later run in this process never merges into it."""
+        if self._started:
+            with contextlib.suppress(Exception):  # nothing left to tell if this fails too
+                self.experiment.finish(exit_code=1 if self.error else 0)
