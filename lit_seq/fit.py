@@ -105,6 +105,7 @@ class LitSeqCLI(LightningCLI):
         if trainer_config.get("enable_progress_bar") is not False:  # None means the default: on
             callbacks.append(ThrottledRichProgressBar())
         loggers = [CSVLogger(self.run_dir, name="", version="")]
+        self.wandb_error = ""  # W&B that cannot start is left out: the run goes on without it
         if self.wandb_mode != "off":
             wandb_logger = GuardedWandbLogger(
                 project=config.wandb_project,
@@ -114,8 +115,9 @@ class LitSeqCLI(LightningCLI):
                 group=config.wandb_group,
                 tags=list(config.wandb_tags),
             )
-            wandb_logger.start()  # a W&B that cannot start is known now, and costs no training
-            loggers.append(wandb_logger)
+            if wandb_logger.start():  # known now, before any training
+                loggers.append(wandb_logger)
+            self.wandb_error = wandb_logger.error
         return super().instantiate_trainer(
             default_root_dir=str(self.run_dir), logger=loggers, callbacks=callbacks, **kwargs
         )
@@ -222,16 +224,16 @@ def build_cli(args: list[str] | None = None) -> LitSeqCLI:
     return _make_cli(LitSeqCLI, _with_config(args))
 
 
-def check_config(args: list[str]) -> tuple[SyntheticDataModule, SequenceSystem]:
-    """(data module, system) that the fit arguments ``args`` build; BadInput if they do not.
+def check_config(args: list[str]) -> CheckCLI:
+    """What the fit arguments ``args`` build; BadInput if they do not.
 
+    The result holds ``datamodule``, ``model`` (the system) and the parsed ``config``.
     The same parser, links and constructors as :func:`build_cli`, so a grid that checks each
     of its cells with this refuses, before anything trains, whatever a fit would refuse
     (cross-field rules included: ``d_model`` and ``n_heads``, a ``cls`` readout on a
     forward-only RNN), in the same words. No run folder, no Trainer, no data generated.
     """
-    cli = _make_cli(CheckCLI, _with_config(args))
-    return cli.datamodule, cli.model
+    return _make_cli(CheckCLI, _with_config(args))
 
 
 def _inner(error: BaseException) -> BaseException | None:
@@ -288,7 +290,7 @@ def _fit_and_test(cli: LitSeqCLI) -> FitResult:
         last_checkpoint=str(Path(cli.run_dir) / "checkpoints" / "last.ckpt"),
         run_dir=str(cli.run_dir),
         wandb_run=wandb[0].run_path() if wandb else "",
-        wandb_error=wandb[0].error if wandb else "",
+        wandb_error=cli.wandb_error or (wandb[0].error if wandb else ""),
         metrics={k: float(v) for result in tested for k, v in result.items()},
     )
     result.write(cli.run_dir)

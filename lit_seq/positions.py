@@ -53,7 +53,8 @@ def load_run(run_dir: Path, which: str = "best"):
     config = run_dir / "config.yaml"
     if not config.is_file():
         raise FileNotFoundError(f"{run_dir} has no config.yaml: not a run folder of lit_seq.fit")
-    datamodule, system = check_config(["--config", str(config), "--wandb=off"])
+    built = check_config(["--config", str(config), "--wandb=off"])
+    datamodule, system = built.datamodule, built.model
     if not hasattr(system, "step_hits"):
         raise ValueError(
             f"{type(system).__name__} has no per-step predictions; "

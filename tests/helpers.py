@@ -1,11 +1,21 @@
-"""Small helpers shared by the end-to-end tests."""
+"""Small helpers shared by the tests: tiny fits, tiny grids, the grid command line."""
 
+import subprocess
+import sys
 from pathlib import Path
 
+import yaml
+
+from lit_seq.ablate.grid import check_cells
+from lit_seq.ablate.spec import Run, expand, parse_spec
+from lit_seq.assets import CONFIG_DIR, GRID_DIR
 from lit_seq.fit import cli_main
+from lit_seq.record import FitResult
 
 REPO = Path(__file__).resolve().parent.parent
-CONFIGS = sorted((REPO / "configs").glob("*/*.yaml"))
+CONFIGS = sorted(CONFIG_DIR.glob("*/*.yaml"))
+GRIDS = sorted(GRID_DIR.glob("*.yaml"))
+SMOKE = GRID_DIR / "smoke.yaml"
 
 # fast settings for any config: a few steps, no progress bar, no model summary
 TINY = [
@@ -18,7 +28,48 @@ TINY = [
     "--wandb=off",
 ]
 
+# the same for a grid: a few steps on a few examples, each run takes about a second
+TINY_GRID = """
+overrides:
+  steps: 6
+  val_every: 3
+  warmup_steps: 2
+  batch_size: 32
+  data.init_args.n_train: 64
+  data.init_args.n_val: 32
+  data.init_args.n_test: 32
+  data.init_args.gen_factors: [2]
+"""
 
-def tiny_fit(config: Path, run_dir: Path, *overrides: str) -> dict:
-    """Run ``lit_seq.fit`` in-process on ``config`` with tiny settings; return metrics.json."""
+
+def tiny_fit(config: Path, run_dir: Path, *overrides: str) -> FitResult:
+    """Run ``lit_seq.fit`` in-process on ``config`` with tiny settings; return its result."""
     return cli_main(["--config", str(config), f"--run_dir={run_dir}", *TINY, *overrides])
+
+
+def driver(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    """``python -m lit_seq.ablate ARGS`` in a subprocess, from the repository."""
+    command = [sys.executable, "-m", "lit_seq.ablate", *map(str, args)]
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+def write_grid(folder: Path, name: str, body: str) -> Path:
+    """A grid file ``name`` with :data:`TINY_GRID` settings and ``body`` (seeds, blocks)."""
+    path = folder / f"{name}.yaml"
+    path.write_text(f"name: {name}\n{TINY_GRID}{body}")
+    return path
+
+
+def echo_rnn_runs(seeds: list[int] | None = None, tiny: bool = False) -> list[Run]:
+    """The checked runs of a one-cell grid ``g`` (echo / rnn) over ``seeds``.
+
+    ``tiny``: with the :data:`TINY_GRID` settings (else the shipped config as it is).
+    """
+    spec = {
+        "name": "g",
+        "seeds": seeds or [0],
+        "blocks": [{"axes": {"task": ["echo"], "arch": ["rnn"]}}],
+    }
+    if tiny:
+        spec.update(yaml.safe_load(TINY_GRID))
+    return check_cells(expand(parse_spec(spec)), "g")

@@ -6,6 +6,7 @@ other tests share one in-process ``ray.init(num_cpus=2)`` (Ray takes seconds to 
 the driver finds and uses. The Ray tests carry the ``ray`` marker.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -20,7 +21,8 @@ import pytest
 from lit_seq.ablate import ray_executor
 from lit_seq.ablate.__main__ import main
 from lit_seq.ablate.common import BadGrid
-from lit_seq.ablate.executor import GridJob
+from lit_seq.ablate.grid import load_grid
+from lit_seq.ablate.jobs import GridJob
 from lit_seq.ablate.progress import GridProgress
 from lit_seq.ablate.ray_executor import (
     INSTALL_HINT,
@@ -29,18 +31,14 @@ from lit_seq.ablate.ray_executor import (
     ray_options,
     run_ray,
 )
-from lit_seq.ablate.records import read_records
-from lit_seq.ablate.spec import expand, load_grid, parse_spec
-from tests.helpers import REPO
-from tests.test_ablate_run import driver
-
-SMOKE = REPO / "ablations" / "smoke.yaml"
+from lit_seq.record import RunRecord, read_records
+from tests.helpers import SMOKE, driver, echo_rnn_runs
 
 
 def needs_ray(test):
-    """The ``ray`` marker, and a skip where the extra is not installed."""
+    """The ``ray`` and ``integration`` markers, and a skip where the extra is not installed."""
     skip = pytest.mark.skipif(find_spec("ray") is None, reason="needs pip install -e '.[ray]'")
-    return pytest.mark.ray(skip(test))
+    return pytest.mark.integration(pytest.mark.ray(skip(test)))
 
 
 @pytest.fixture(scope="module")
@@ -75,10 +73,8 @@ def test_smoke_grid_through_ray(ray_smoke):
     ids = [r.run_id for r in load_grid(SMOKE)[1]]
     assert sorted(p.name for p in (out / "records").iterdir()) == sorted(f"{i}.json" for i in ids)
     records = read_records(out)
-    assert {r["status"] for r in records.values()} == {"ok"}
-    assert all(
-        r["worker"].startswith("ray-") and Path(r["log"]).is_file() for r in records.values()
-    )
+    assert {r.status for r in records.values()} == {"ok"}
+    assert all(r.worker.startswith("ray-") and Path(r.log).is_file() for r in records.values())
     table = pd.read_csv(out / "runs.csv")
     assert list(table["run_id"]) == ids
     every = ["arch", "pos_mode", "seed", "params", "steps", "train_seconds", "samples_per_second"]
@@ -105,29 +101,25 @@ def test_a_grid_resumes_across_executors(ray_smoke, ray_instance, tmp_path, monk
         assert sorted(after) == sorted(f"{i}.json" for i in ids)  # once each, no temp files
         assert {name: after[name] for name in kept} == kept  # finished runs untouched
         records = read_records(out)
-        assert records[lost]["status"] == "ok"
-        assert records[lost]["worker"].startswith("local-" if executor == "local" else "ray-")
-        assert {tuple(sorted(r)) for r in records.values()} == {tuple(sorted(records[lost]))}
+        assert records[lost].ok
+        assert records[lost].worker.startswith("local-" if executor == "local" else "ray-")
+        files = [json.loads(p.read_text()) for p in (out / "records").iterdir()]
+        assert len({tuple(sorted(r)) for r in files}) == 1  # one format, whoever wrote it
         assert list(pd.read_csv(out / "runs.csv").columns) == columns
         if executor == "ray":  # the worker that posted its start is the one that ran it
-            assert starts[-1] == records[lost]["worker"]
-
-
-def _one_run(seeds: list[int] | None = None):
-    block = {"axes": {"task": ["echo"], "arch": ["rnn"]}}
-    return expand(parse_spec({"name": "g", "seeds": seeds or [0], "blocks": [block]}))
+            assert starts[-1] == records[lost].worker
 
 
 @needs_ray
 def test_ctrl_c_cancels_outstanding_tasks_and_keeps_records(ray_instance, tmp_path):
     pids = tmp_path / "pids"
 
-    def quick_or_stuck(run, out_dir, wandb_mode, grid_name, threads, mailbox):
+    def quick_or_stuck(run, job, threads, mailbox):
         if run.seed == 1:
             with open(pids, "a") as handle:
                 handle.write(f"{os.getpid()}\n")
             time.sleep(600)
-        return {"run_id": run.run_id, "status": "ok"}
+        return RunRecord(run_id=run.run_id, status="ok")
 
     def interrupt(record):  # Ctrl-C lands while the driver waits for the stuck run
         while not pids.exists():
@@ -137,7 +129,9 @@ def test_ctrl_c_cancels_outstanding_tasks_and_keeps_records(ray_instance, tmp_pa
     # 2 CPUs each: one after the other, on a worker the tests before left warm (no imports)
     job = GridJob(tmp_path / "out", "g", "off", ray=RayOptions(num_cpus=2))
     with pytest.raises(KeyboardInterrupt):
-        run_ray(_one_run([0, 1]), job, lambda run, worker: None, interrupt, task=quick_or_stuck)
+        run_ray(
+            echo_rnn_runs([0, 1]), job, lambda run, worker: None, interrupt, task=quick_or_stuck
+        )
     assert list(read_records(tmp_path / "out")) == ["block0__task=echo__arch=rnn__seed=0"]
     stuck = int(pids.read_text())
     deadline = time.time() + 30
@@ -151,21 +145,21 @@ def test_a_dead_worker_is_retried_then_recorded_failed(ray_instance, tmp_path, m
     monkeypatch.setattr(ray_executor, "MAX_RETRIES", 1)  # each attempt starts a new worker
     attempts = tmp_path / "attempts"
 
-    def crash(run, out_dir, wandb_mode, grid_name, threads, mailbox):
+    def crash(run, job, threads, mailbox):
         with open(attempts, "a") as handle:
             handle.write("x")
         os._exit(1)  # the worker process dies, as with kill -9 or the OOM killer
 
     records = []
     job = GridJob(tmp_path / "out", "g", "off", ray=RayOptions())
-    run_ray(_one_run(), job, lambda run, worker: None, records.append, task=crash)
+    run_ray(echo_rnn_runs(), job, lambda run, worker: None, records.append, task=crash)
     assert attempts.read_text() == "xx"  # the first try and one retry
     [record] = records
     assert (
-        record["status"] == "failed"
-        and "ray task lost, retried 1x: WorkerCrashedError" in record["error"]
+        record.status == "failed"
+        and "ray task lost, retried 1x: WorkerCrashedError" in record.error
     )
-    assert read_records(tmp_path / "out") == {record["run_id"]: record}
+    assert read_records(tmp_path / "out") == {record.run_id: record}
 
 
 def test_without_ray_the_driver_says_how_to_install_it(tmp_path, monkeypatch, capsys):

@@ -1,10 +1,12 @@
-"""The grid driver end to end, through the real command line (CPU, tiny runs).
+"""The grid driver end to end, through the real command line (CPU, tiny runs), and one run
+in-process (``run_one.execute_run``).
 
 Each driver call pays two Lightning imports (driver + worker), so the grids here are tiny
 and the smoke grid's output is shared by the tests that only read it.
 """
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -15,36 +17,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import lit_seq.fit
 from lit_seq.ablate.__main__ import main
-from lit_seq.ablate.records import read_records
-from lit_seq.ablate.spec import expand, load_grid, parse_spec
-from lit_seq.ablate.worker import execute_run
-from tests.helpers import REPO
-
-SMOKE = REPO / "ablations" / "smoke.yaml"
-# a few steps on a few examples: each run takes about a second
-TINY = """
-overrides:
-  steps: 6
-  val_every: 3
-  warmup_steps: 2
-  batch_size: 32
-  data.init_args.n_train: 64
-  data.init_args.n_val: 32
-  data.init_args.n_test: 32
-  data.init_args.gen_factors: [2]
-"""
-
-
-def driver(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "lit_seq.ablate", *map(str, args)]
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout)
-
-
-def write_grid(folder: Path, name: str, body: str) -> Path:
-    path = folder / f"{name}.yaml"
-    path.write_text(f"name: {name}\n{TINY}{body}")
-    return path
+from lit_seq.ablate.grid import load_grid
+from lit_seq.ablate.jobs import GridJob
+from lit_seq.ablate.run_one import execute_run
+from lit_seq.record import FitResult, read_records
+from tests.helpers import REPO, SMOKE, driver, echo_rnn_runs, write_grid
 
 
 def record_files(out: Path) -> list[str]:
@@ -60,6 +39,7 @@ def smoke(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     return out, result
 
 
+@pytest.mark.integration
 def test_smoke_grid_end_to_end(smoke):
     out, result = smoke
     assert result.returncode == 0, result.stderr[-2000:]
@@ -80,6 +60,7 @@ def test_smoke_grid_end_to_end(smoke):
     assert "[3/3] ok" in result.stdout and "echo: acc" in result.stdout
 
 
+@pytest.mark.integration
 def test_report_rebuilds_identical_tables(smoke, tmp_path):
     out, _ = smoke
     copy = tmp_path / "copy"
@@ -95,6 +76,7 @@ def test_report_rebuilds_identical_tables(smoke, tmp_path):
     assert (copy / "plots" / "echo_arch.png").exists()
 
 
+@pytest.mark.integration
 def test_changed_grid_is_refused_before_training(smoke, tmp_path, capsys):
     out, _ = smoke
     changed = tmp_path / "smoke.yaml"
@@ -149,9 +131,10 @@ def _wait_for(condition, what: str, proc: subprocess.Popen, timeout: float = 180
 def _any_record(out: Path, error: str) -> bool:
     """Whether a record with ``error`` in its error exists ("" means: an ok record)."""
     records = read_records(out).values() if (out / "records").is_dir() else []
-    return any(error in r["error"] and bool(error) == (r["status"] != "ok") for r in records)
+    return any(error in r.error and bool(error) == (not r.ok) for r in records)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_sigkill_of_a_worker_then_the_driver_loses_and_duplicates_nothing(tmp_path):
     blocks = "blocks:\n- {axes: {task: [echo], arch: [rnn]}}\n"
@@ -196,12 +179,12 @@ def test_sigkill_of_a_worker_then_the_driver_loses_and_duplicates_nothing(tmp_pa
         assert path.read_bytes() == content and path.stat().st_mtime_ns == mtime
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_failing_runs_are_recorded_and_offline_wandb_runs_stay_apart(tmp_path):
-    # a config error at build time, a real NaN divergence mid-training, then two good runs,
-    # all on one worker: the diverged run's open W&B run must not swallow the next one
+    # a real NaN divergence mid-training, then two good runs, all on one worker: the diverged
+    # run's open W&B run must not swallow the next one
     blocks = """blocks:
-- {name: bad, axes: {task: [echo], arch: [transformer], n_heads: [5]}}
 - {name: nan, axes: {task: [echo], arch: [transformer], lr: [1.0e+30]}}
 - {name: good, axes: {task: [echo], arch: [rnn, lstm]}}
 """
@@ -210,84 +193,65 @@ def test_failing_runs_are_recorded_and_offline_wandb_runs_stay_apart(tmp_path):
     result = driver(grid, "--out", out, "--wandb", "offline")
     assert result.returncode == 1, result.stderr[-2000:]
     records = read_records(out)
-    bad = records["bad__task=echo__arch=transformer__n_heads=5__seed=0"]
-    assert bad["status"] == "failed" and "n_heads" in bad["error"] and "\n" not in bad["error"]
     nan = records["nan__task=echo__arch=transformer__lr=1e+30__seed=0"]
-    assert nan["status"] == "failed" and nan["error"].startswith("FloatingPointError")
+    assert nan.status == "failed" and nan.error.startswith("FloatingPointError")
+    assert nan.task == "echo" and nan.arch == "transformer"  # known from the up-front check
     table = pd.read_csv(out / "runs.csv")
-    assert list(table["status"]) == ["failed", "failed", "ok", "ok"]
-    assert "FAILED" in result.stdout and "2 of 4 runs failed" in result.stdout
+    assert list(table["status"]) == ["failed", "ok", "ok"]
+    assert "FAILED" in result.stdout and "1 of 3 runs failed" in result.stdout
     aggregate = pd.read_csv(out / "aggregate.csv")
-    assert list(aggregate["failed"]) == [1, 1, 0, 0] and list(aggregate["n"]) == [0, 0, 1, 1]
+    assert list(aggregate["failed"]) == [1, 0, 0] and list(aggregate["n"]) == [0, 1, 1]
 
     for run_id in ("good__task=echo__arch=rnn__seed=0", "good__task=echo__arch=lstm__seed=0"):
         record = records[run_id]
-        assert Path(record["wandb_run"]).is_relative_to(out / "runs" / run_id)
+        assert Path(record.wandb_run).is_relative_to(out / "runs" / run_id)
         run_files = list((out / "runs" / run_id / "wandb").glob("offline-run-*/*.wandb"))
         assert len(run_files) == 1  # its own W&B run, nothing merged into another
         data = run_files[0].read_bytes()
-        assert b"wbgrid" in data and f"arch={record['arch']}".encode() in data  # group, tag
+        assert b"wbgrid" in data and f"arch={record.arch}".encode() in data  # group, tag
     summary = list((out / "wandb").glob("offline-run-*/*.wandb"))
     assert len(summary) == 1 and b"wbgrid-summary" in summary[0].read_bytes()
 
 
-def _one_run():
-    return expand(
-        parse_spec({"name": "g", "blocks": [{"axes": {"task": ["echo"], "arch": ["rnn"]}}]})
-    )[0]
-
-
 def test_execute_run_never_raises_and_catches_divergence(tmp_path, monkeypatch):
-    import lit_seq.fit
-
-    run = _one_run()
+    [run] = echo_rnn_runs()
+    job = GridJob(tmp_path, "g", "off")
 
     def diverge(args):
         raise FloatingPointError("val/loss is nan at step 3: training diverged")
 
     monkeypatch.setattr(lit_seq.fit, "cli_main", diverge)
-    record = execute_run(run, tmp_path, "off", "g")
-    assert record["status"] == "failed"
-    assert record["error"].startswith("FloatingPointError: val/loss is nan")
-    assert record["task"] == "echo" and record["metrics"] == {}
+    record = execute_run(run, job)
+    assert record.status == "failed"
+    assert record.error.startswith("FloatingPointError: val/loss is nan")
+    assert record.task == "echo" and record.arch == "rnn" and record.metrics == {}
 
     def nan_test_loss(args):
-        return {"metrics": {"test/loss": float("nan"), "test/acc": 0.5}, "task": "echo"}
+        return FitResult(task="echo", metrics={"test/loss": math.nan, "test/acc": 0.5})
 
     monkeypatch.setattr(lit_seq.fit, "cli_main", nan_test_loss)
-    record = execute_run(run, tmp_path, "off", "g")
-    assert record["status"] == "failed" and "test/loss is nan" in record["error"]
-    json.dumps(record)  # records are plain JSON
+    record = execute_run(run, job)
+    assert record.status == "failed" and "test/loss is nan" in record.error
+    json.dumps(record.to_json())  # records are plain JSON
 
 
-def test_a_wandb_failure_never_loses_the_result(tmp_path, monkeypatch):
-    import lit_seq.ablate.worker as worker
-    import lit_seq.fit
+@pytest.mark.integration
+def test_a_wandb_failure_is_handled_in_the_fit_and_never_retrains(tmp_path, monkeypatch):
+    import wandb
 
-    run = expand(
-        parse_spec({"name": "g", "blocks": [{"axes": {"task": ["echo"], "arch": ["rnn"]}}]})
-    )[0]
-    modes = []
+    def no_network(*args, **kwargs):
+        raise ConnectionError("api.wandb.ai unreachable")
 
-    def fit_without_network(args):
-        modes.append(next(a for a in args if a.startswith("--wandb=")))
-        if modes[-1] == "--wandb=online":
-            raise ConnectionError("api.wandb.ai unreachable")
-        return {"metrics": {"test/loss": 0.1, "test/acc": 0.9}, "task": "echo"}
-
-    monkeypatch.setattr(lit_seq.fit, "cli_main", fit_without_network)
-    monkeypatch.setattr(worker, "_from_wandb", lambda err: True)
-    record = execute_run(run, tmp_path, "online", "g")
-    assert modes == ["--wandb=online", "--wandb=offline"]
-    assert record["status"] == "ok" and "ran with W&B offline" in record["warning"]
-
-    def fails_after_saving(args):
-        folder = Path(next(a for a in args if a.startswith("--run_dir="))[len("--run_dir=") :])
-        folder.mkdir(parents=True)
-        (folder / "metrics.json").write_text(json.dumps({"metrics": {"test/acc": 0.8}}))
-        raise RuntimeError("wandb.finish() crashed")
-
-    monkeypatch.setattr(lit_seq.fit, "cli_main", fails_after_saving)
-    record = execute_run(run, tmp_path, "offline", "g")
-    assert record["status"] == "ok" and record["metrics"] == {"test/acc": 0.8}
-    assert "wandb.finish() crashed" in record["warning"]
+    fits = []
+    real_fit = lit_seq.fit.cli_main
+    monkeypatch.setattr(wandb, "init", no_network)
+    monkeypatch.setattr(lit_seq.fit, "cli_main", lambda args: fits.append(args) or real_fit(args))
+    [run] = echo_rnn_runs(tiny=True)
+    record = execute_run(run, GridJob(tmp_path, "g", "online"))
+    assert len(fits) == 1  # trained once: W&B trouble never costs a rerun
+    assert record.ok and record.steps == 6 and "test/acc" in record.metrics
+    assert (
+        record.wandb_run == "" and "ConnectionError: api.wandb.ai unreachable" in record.wandb_error
+    )
+    assert record.warning.startswith("W&B failed, the run went on without it")
+    assert FitResult.read(record.run_dir).wandb_error == record.wandb_error

@@ -6,11 +6,12 @@ import pytest
 import yaml
 
 from lit_seq.ablate.__main__ import main
+from lit_seq.ablate.axes import AXES
 from lit_seq.ablate.common import BadGrid
-from lit_seq.ablate.spec import expand, load_grid, parse_spec
-from tests.helpers import REPO
-
-GRIDS = sorted((REPO / "ablations").glob("*.yaml"))
+from lit_seq.ablate.grid import load_grid
+from lit_seq.ablate.spec import config_file, expand, parse_spec
+from lit_seq.fit import BadInput, build_cli, check_config
+from tests.helpers import GRIDS, REPO
 
 
 def spec(**changes) -> dict:
@@ -88,25 +89,32 @@ def test_run_ids_are_unique_stable_and_file_safe():
     assert all("/" not in i and " " not in i for i in ids)
 
 
+@pytest.fixture(scope="module")
+def shipped() -> dict[str, tuple[dict, list]]:
+    """Every shipped grid, loaded once: each load builds every cell (matrix: seconds)."""
+    return {g.stem: load_grid(g) for g in GRIDS}
+
+
 @pytest.mark.parametrize("grid", GRIDS, ids=lambda p: p.stem)
-def test_every_shipped_grid_is_valid(grid):
+def test_every_shipped_grid_is_valid(grid, shipped):
     text = grid.read_text()
     assert text.startswith(f"# python -m lit_seq.ablate ablations/{grid.name}")
-    grid_spec, runs = load_grid(grid)
+    grid_spec, runs = shipped[grid.stem]
     assert grid_spec["name"] == grid.stem and runs
+    assert all(r.task == Path(r.config).parts[-2] for r in runs if r.config.startswith("configs/"))
 
 
-def test_shipped_grid_sizes():
-    sizes = {g.stem: len(load_grid(g)[1]) for g in GRIDS}
+def test_shipped_grid_sizes(shipped):
+    sizes = {name: len(runs) for name, (_, runs) in shipped.items()}
     assert sizes["smoke"] <= 4
     assert sizes["arch"] == 12 and sizes["pos_mode"] == 12 and sizes["readout"] == 3
     assert sizes["matrix"] == 3 * 45
 
 
-def test_matrix_runs_every_spec_quality_config_as_shipped():
+def test_matrix_runs_every_spec_quality_config_as_shipped(shipped):
     """SPEC section 7 is reported from the matrix: each of its configs must appear there
     with nothing but the seed (and axis values equal to the config's own) changed."""
-    _, runs = load_grid(REPO / "ablations" / "matrix.yaml")
+    _, runs = shipped["matrix"]
     shipped = {
         (Path(r.config).parts[-2], Path(r.config).stem)
         for r in runs
@@ -143,6 +151,23 @@ BAD = {
         "name: g\nblocks:\n- {axes: {task: [signal], arch: [transformer], pos_mode: [rotary]}}\n",
         "pos_mode='rotary' is not one of ['sinusoidal', 'learnable', 'none']",
     ),
+    "bad arch": (
+        "name: g\nblocks:\n- {config: configs/echo/rnn.yaml, axes: {arch: [gru]}}\n",
+        "arch='gru' is not one of ['transformer', 'rnn', 'lstm']",
+    ),
+    "heads do not divide the width": (
+        "name: g\nblocks:\n- {axes: {task: [echo], arch: [transformer], n_heads: [4, 5]}}\n",
+        "cell block0__task=echo__arch=transformer__n_heads=5: d_model=32 is not divisible by "
+        "n_heads=5; allowed n_heads for d_model=32: [1, 2, 4, 8, 16, 32]",
+    ),
+    "cls readout on a forward-only rnn": (
+        "name: g\nblocks:\n- {axes: {task: [signal], arch: [rnn], readout: [mean, cls]}}\n",
+        "readout='cls' needs a backbone whose first position sees the whole sequence",
+    ),
+    "bad dotted value": (
+        "name: g\nblocks:\n- {axes: {task: [echo], arch: [rnn], data.gen_factors: [[0]]}}\n",
+        "gen_factors entries must be an integer >= 2, got 0",
+    ),
     "bad task": ("name: g\nblocks:\n- {axes: {task: [sorting], arch: [rnn]}}\n", "task='sorting'"),
     "missing config": (
         "name: g\nblocks:\n- {config: configs/nope/rnn.yaml}\n",
@@ -150,11 +175,11 @@ BAD = {
     ),
     "readout outside classifier": (
         "name: g\nblocks:\n- {axes: {task: [echo], arch: [rnn], readout: [cls]}}\n",
-        "'model.init_args.readout' does not apply to StepBinary",
+        "model: Option 'readout' is not accepted",
     ),
     "unknown dotted key": (
         "name: g\noverrides: {data.init_args.colour: 3}\nblocks:\n- {axes: {task: [echo], arch: [rnn]}}\n",
-        "'data.init_args.colour' does not apply to EchoData",
+        "data: Option 'colour' is not accepted",
     ),
     "seed override": (
         "name: g\noverrides: {seed_everything: 3}\nblocks:\n- {config: configs/echo/rnn.yaml}\n",
@@ -162,7 +187,7 @@ BAD = {
     ),
     "bad lr": (
         "name: g\nblocks:\n- {config: configs/echo/rnn.yaml, axes: {lr: [0.01, -1]}}\n",
-        "lr=-1 must be a number > 0",
+        "lr=-1.0 must be > 0",
     ),
     "bad seeds": ("name: g\nseeds: []\nblocks:\n- {config: configs/echo/rnn.yaml}\n", "seeds"),
     "no base config": ("name: g\nblocks:\n- {axes: {arch: [rnn]}}\n", "give config: or both"),
@@ -219,7 +244,8 @@ def test_unusable_out_folder_is_refused_before_training(case, tmp_path, capsys):
 
 
 def test_runs_start_longest_first_by_steps_times_layers():
-    from lit_seq.ablate.order import estimated_cost, longest_first
+    from lit_seq.ablate.grid import check_cells
+    from lit_seq.ablate.order import longest_first
 
     spec = parse_spec(
         {
@@ -241,15 +267,66 @@ def test_runs_start_longest_first_by_steps_times_layers():
         },
         "order.yaml",
     )
-    runs = expand(spec)
-    shipped_steps = yaml.safe_load((REPO / "configs/echo/lstm.yaml").read_text())["trainer"][
-        "max_steps"
-    ]
-    costs = {r.block + str(r.axes.get("n_layers", "")): estimated_cost(r) for r in runs}
+    runs = check_cells(expand(spec), "order.yaml")
+    shipped = yaml.safe_load((REPO / "configs/echo/lstm.yaml").read_text())
+    costs = {r.block + str(r.axes.get("n_layers", "")): r.cost for r in runs}
     assert costs["deep8"] == 80 and costs["deep2"] == 20 and costs["short"] == 10
-    assert costs["shipped"] == shipped_steps  # from the config file: no override
+    # from the config file (no override): steps x its own layers
+    layers = shipped["model"]["init_args"].get("n_layers", 1)
+    assert costs["shipped"] == shipped["trainer"]["max_steps"] * layers
     ordered = longest_first(runs)
     assert [r.index for r in ordered] == sorted(
-        (r.index for r in runs), key=lambda i: -estimated_cost(runs[i])
+        (r.index for r in runs), key=lambda i: -runs[i].cost
     )
     assert sorted(r.run_id for r in ordered) == sorted(r.run_id for r in runs)  # same runs
+
+
+def test_a_bad_cell_is_refused_in_the_words_fit_uses(tmp_path):
+    with pytest.raises(BadInput) as fit_error:
+        check_config(["--config", "configs/echo/transformer.yaml", "--model.n_heads=5"])
+    grid = tmp_path / "g.yaml"
+    grid.write_text(
+        "name: g\nblocks:\n- {axes: {task: [echo], arch: [transformer], n_heads: [5]}}\n"
+    )
+    with pytest.raises(BadGrid) as grid_error:
+        load_grid(grid)
+    assert str(grid_error.value).endswith(f": {fit_error.value}")
+
+
+# every short axis: where the built objects must show it, and a value that differs from
+# signal/transformer's own (written out here, not derived from AXES, so a wrong path fails)
+AXIS_PROBES = {
+    "arch": ("model", "arch", "lstm"),
+    "pos_mode": ("model", "pos_mode", "learnable"),
+    "readout": ("model", "readout", "last"),
+    "residual": ("model", "residual", False),
+    "d_model": ("model", "d_model", 48),
+    "n_layers": ("model", "n_layers", 3),
+    "n_heads": ("model", "n_heads", 2),
+    "dropout": ("model", "dropout", 0.25),
+    "lr": ("model", "lr", 0.003),
+    "weight_decay": ("model", "weight_decay", 0.01),
+    "warmup_steps": ("model", "warmup_steps", 7),
+    "steps": ("trainer", "max_steps", 17),
+    "val_every": ("trainer", "val_check_interval", 5),
+    "batch_size": ("data", "batch_size", 16),
+}
+
+
+def _built(cli, where: str, name: str):
+    if where == "model":
+        return cli.model.hparams[name]
+    return getattr(cli.datamodule if where == "data" else cli.trainer, name)
+
+
+@pytest.mark.parametrize("key", [k for k in AXES if k != "task"])
+def test_every_axis_value_reaches_what_it_names(key, tmp_path):
+    """The peer's lesson: an axis that silently never reaches the model is a lost ablation."""
+    assert set(AXIS_PROBES) == set(AXES) - {"task"}, "give every axis a probe"
+    where, name, value = AXIS_PROBES[key]
+    block = {"config": "configs/signal/transformer.yaml", "axes": {key: [value]}}
+    [run] = expand(parse_spec({"name": "g", "blocks": [block]}))
+    base = ["--config", str(config_file(run.config)), "--wandb=off"]
+    cli = build_cli([*base, *run.overrides, f"--run_dir={tmp_path / 'run'}"])
+    default = build_cli([*base, f"--run_dir={tmp_path / 'default'}"])
+    assert _built(cli, where, name) == value != _built(default, where, name)

@@ -4,8 +4,8 @@ import math
 
 import pandas as pd
 
-from lit_seq.ablate.plots import held_slice, write_plots
-from lit_seq.ablate.tables import aggregate_table, summary_markdown
+from lit_seq.results.plots import held_slice, write_plots
+from lit_seq.results.tables import aggregate_table, summary_markdown
 
 
 def _runs() -> pd.DataFrame:

@@ -18,7 +18,7 @@ ECHO = str(REPO / "configs" / "echo" / "lstm.yaml")
     [
         (
             ["--config", SIGNAL, "--model.arch=gru"],
-            r"arch='gru' is not one of \['lstm', 'rnn', 'transformer'\]",
+            r"arch='gru' is not one of \['transformer', 'rnn', 'lstm'\]",
         ),
         (["--config", SIGNAL, "--model.pos_mode=rotary"], r"pos_mode='rotary' is not one of"),
         (["--config", SIGNAL, "--model.readout=max"], r"readout='max' is not one of"),
@@ -32,6 +32,10 @@ ECHO = str(REPO / "configs" / "echo" / "lstm.yaml")
         (["--config", SIGNAL, "--wandb=maybe"], r"wandb='maybe' is not one of"),
         (["--config", "configs/nope/transformer.yaml"], r"nope"),
         (["--config", SIGNAL, "--data", "lit_seq.data.NoSuchTask"], r"NoSuchTask"),
+        (
+            ["--config", ECHO, "--model=lit_seq.systems.StepRegression"],
+            r"model=StepRegression trains 'regression' tasks, but task 'echo' is 'binary'",
+        ),
     ],
 )
 def test_bad_input_is_one_clear_line(args, expected, tmp_path):
@@ -55,6 +59,7 @@ def test_unwritable_run_dir(tmp_path):
         build_cli(["--config", SIGNAL, f"--run_dir={blocker / 'run'}"])
 
 
+@pytest.mark.integration
 def test_command_line_prints_one_line_and_exits_2(tmp_path):
     env = {**os.environ, "WANDB_MODE": "offline"}
     result = subprocess.run(
@@ -75,5 +80,5 @@ def test_command_line_prints_one_line_and_exits_2(tmp_path):
     )
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert lines == ["lit_seq.fit: error: arch='gru' is not one of ['lstm', 'rnn', 'transformer']"]
+    assert lines == ["lit_seq.fit: error: arch='gru' is not one of ['transformer', 'rnn', 'lstm']"]
     assert "Traceback" not in result.stdout + result.stderr

@@ -73,6 +73,7 @@ def test_seed_summing_transformer_has_the_seeds_parameter_count():
 @pytest.mark.parametrize(
     "task,arch", [("signal", "transformer"), ("parity_sum", "lstm"), ("echo", "rnn")]
 )
+@pytest.mark.integration
 def test_hand_loop_and_fit_make_the_same_updates(task, arch, tmp_path):
     steps = 3
     with quiet_fit():
@@ -100,6 +101,7 @@ def test_hand_loop_and_fit_make_the_same_updates(task, arch, tmp_path):
 # ---- the command and its JSON --------------------------------------------------------
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_quick_bench_writes_every_documented_row(tmp_path):
     out = tmp_path / "bench.json"
@@ -145,6 +147,7 @@ def test_grid_section_runs_the_shipped_grid(monkeypatch, tmp_path):
     assert result["efficiency"] == 0.5 and result["status"] == "ok"
 
 
+@pytest.mark.integration
 def test_target_clock_and_seed_fields_for_one_quality_row(tmp_path):
     lit = quality.lit_seq_run("echo", "rnn", 1.0, tmp_path / "run", quick=True)
     assert lit["steps"] == 20 and 0.0 <= lit["test_metric"] <= 1.0
@@ -154,6 +157,7 @@ def test_target_clock_and_seed_fields_for_one_quality_row(tmp_path):
     assert seed["seed_seconds"] > 0 and 0.0 <= seed["seed_metric"] <= 1.0
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_memory_section_reports_worker_growth(tmp_path):
     result = memory.run(True, tmp_path)

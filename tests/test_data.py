@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from lit_seq.data import TASKS, SyntheticDataModule, TensorDictDataset, batch_loader
-from lit_seq.data.base import TASK_KINDS
+from lit_seq.systems import SYSTEMS
 
 # Tiny but valid sizes per task; gen_factors stay at the default [2, 4].
 SMALL = {
@@ -46,7 +46,7 @@ def expected_layout(task: str, dm: SyntheticDataModule, n: int, length: int) -> 
 
 def test_registry_lists_every_task_once():
     assert list(TASKS) == ["signal", "parity_sum", "echo", "seq2seq"]
-    assert sorted(cls.task_kind for cls in TASKS.values()) == sorted(TASK_KINDS)
+    assert sorted(cls.task_kind for cls in TASKS.values()) == sorted(SYSTEMS)
     assert all(issubclass(cls, SyntheticDataModule) for cls in TASKS.values())
 
 
@@ -68,7 +68,7 @@ def test_sizes_are_known_before_setup(task):
     assert dm.train_set is None and dm.test_sets == []
     assert dm.in_features >= 1 and dm.out_features >= 1
     assert dm.max_len >= max(dm.test_lengths)
-    assert dm.task_kind in TASK_KINDS
+    assert dm.task_kind in SYSTEMS
     with pytest.raises(RuntimeError, match="setup"):
         dm.train_dataloader()
 

@@ -110,6 +110,7 @@ def test_build_seq2seq_errors():
     assert isinstance(make_seq2seq("transformer"), TransformerSeq2Seq)
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", list(SEQ2SEQ))
 def test_learns_to_copy(arch):

@@ -1,9 +1,12 @@
 """python -m lit_seq.positions: accuracy by position span of a finished run."""
 
+import pytest
+
 from lit_seq.positions import format_table, main, span_accuracy
 from tests.helpers import REPO, tiny_fit
 
 
+@pytest.mark.integration
 def test_spans_cover_every_test_length(tmp_path, capsys):
     run = tmp_path / "run"
     tiny_fit(REPO / "configs" / "echo" / "rnn.yaml", run, "--trainer.max_steps=30")
@@ -20,6 +23,7 @@ def test_spans_cover_every_test_length(tmp_path, capsys):
     assert all(0.0 <= a <= 1.0 for v in spans.values() for a in v)
 
 
+@pytest.mark.integration
 def test_a_whole_sequence_task_is_refused_in_one_line(tmp_path, capsys):
     run = tmp_path / "run"
     tiny_fit(REPO / "configs" / "signal" / "rnn.yaml", run)
@@ -29,6 +33,7 @@ def test_a_whole_sequence_task_is_refused_in_one_line(tmp_path, capsys):
     assert len(err.splitlines()) == 1
 
 
+@pytest.mark.integration
 def test_missing_checkpoint_is_a_clear_error(tmp_path, capsys):
     run = tmp_path / "run"
     tiny_fit(REPO / "configs" / "echo" / "rnn.yaml", run)

@@ -50,6 +50,7 @@ def test_fit_uses_the_throttled_bar_by_default(tmp_path):
     assert [type(b) for b in bars] == [ThrottledRichProgressBar]
 
 
+@pytest.mark.integration
 def test_bar_updates_rarely_but_always_shows_the_last_step(tmp_path):
     bar = CountingBar(updates_per_second=1e-6)  # one update per 11 days: only first and last
     _fit_with_bar(tmp_path, bar, steps=40)
@@ -64,6 +65,7 @@ def test_bar_rejects_a_non_positive_rate():
         ThrottledRichProgressBar(updates_per_second=0)
 
 
+@pytest.mark.integration
 def test_train_loss_and_lr_are_written_every_log_every_n_steps(tmp_path):
     tiny_fit(
         ECHO_RNN,

@@ -13,6 +13,7 @@ Exit codes: 0 every run ok, 1 some run failed, 2 bad input (nothing trained or t
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -20,7 +21,7 @@ from rich.console import Console
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.folder import check_out_dir, init_out_dir, lock_out_dir
 from lit_seq.ablate.grid import load_grid
-from lit_seq.ablate.jobs import Executor, GridJob
+from lit_seq.ablate.jobs import Executor, GridJob, RayOptions
 from lit_seq.ablate.local_pool import run_local
 from lit_seq.ablate.order import longest_first
 from lit_seq.ablate.progress import GridProgress
@@ -120,6 +121,62 @@ def print_plan(
     )
 
 
+@dataclass
+class Plan:
+    """A grid checked and ready to run: its runs, what earlier calls finished, where to."""
+
+    spec: dict
+    runs: list[Run]
+    done: dict[str, RunRecord]
+    out_dir: Path
+    wandb_mode: str
+    ray: RayOptions
+
+
+def plan(args: argparse.Namespace) -> Plan:
+    """Everything that can be refused before anything is written; BadGrid on any problem."""
+    if args.executor == "ray":
+        require_ray()  # before anything is read or written: one line, not a traceback
+    spec, runs = load_grid(args.grid)
+    ray = ray_options(
+        spec.get("ray"),
+        args.ray_address,
+        args.ray_num_cpus,
+        args.ray_num_gpus,
+        where=args.grid.name,
+    )
+    wandb_mode = resolve_wandb_mode(args.wandb)
+    out_dir = (args.out or Path("results") / spec["name"]).absolute()
+    exists = check_out_dir(out_dir, spec["name"], runs)
+    done = read_records(out_dir) if exists else {}
+    return Plan(spec, runs, done, out_dir, wandb_mode, ray)
+
+
+def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
+    """Run what is left of ``plan``, then write the tables, plots and W&B summary."""
+    spec, runs, out_dir = plan.spec, plan.runs, plan.out_dir
+    todo = [r for r in runs if not _done(plan.done, r)]
+    where = "as Ray tasks" if args.executor == "ray" else f"on {args.workers} local worker(s)"
+    console.print(
+        f"grid {spec['name']}: {len(runs)} runs, {len(runs) - len(todo)} already done, "
+        f"{len(todo)} to run {where}; W&B {plan.wandb_mode}; -> {out_dir}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    job = GridJob(out_dir, spec["name"], plan.wandb_mode, args.workers, plan.ray)
+    with GridProgress(len(runs), len(runs) - len(todo), console) as progress:
+        EXECUTORS[args.executor](longest_first(todo), job, progress.start, progress.finish)
+    _, aggregate, plots = build_report(out_dir, console)
+    config = {"grid": spec, "runs": len(runs), "out_dir": str(out_dir)}
+    log_summary(out_dir, spec["name"], plan.wandb_mode, aggregate, plots, config, console=console)
+    final = read_records(out_dir)
+    failed = [r.run_id for r in runs if not _done(final, r)]
+    if failed:
+        console.print(f"{len(failed)} of {len(runs)} runs failed: see records/ and logs/")
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -130,49 +187,26 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--workers is for --executor local; Ray runs as many runs as fit the cluster")
     console = Console()
     try:
-        if args.executor == "ray":
-            require_ray()  # before anything is read or written: one line, not a traceback
-        spec, runs = load_grid(args.grid)
-        ray = ray_options(spec.get("ray"), *ray_flags, where=args.grid.name)
-        wandb_mode = resolve_wandb_mode(args.wandb)
-        out_dir = (args.out or Path("results") / spec["name"]).absolute()
-        exists = check_out_dir(out_dir, spec["name"], runs)
-        done = read_records(out_dir) if exists else {}
+        grid = plan(args)
         if args.dry_run:
-            print_plan(spec, runs, done, out_dir, console)
+            print_plan(grid.spec, grid.runs, grid.done, grid.out_dir, console)
             return 0
-        init_out_dir(out_dir, spec, runs)
-        lock = lock_out_dir(out_dir)  # noqa: F841 - held until this process ends
+        # the lock first: a driver refused for a folder in use has changed nothing in it
+        lock = lock_out_dir(grid.out_dir)
     except BadGrid as err:
         print(f"lit_seq.ablate: error: {err}", file=sys.stderr)
         return 2
-    todo = [r for r in runs if not _done(done, r)]
-    where = "as Ray tasks" if args.executor == "ray" else f"on {args.workers} local worker(s)"
-    console.print(
-        f"grid {spec['name']}: {len(runs)} runs, {len(runs) - len(todo)} already done, "
-        f"{len(todo)} to run {where}; W&B {wandb_mode}; -> {out_dir}",
-        highlight=False,
-        soft_wrap=True,
-    )
-    job = GridJob(out_dir, spec["name"], wandb_mode, args.workers, ray)
     try:
-        with GridProgress(len(runs), len(runs) - len(todo), console) as progress:
-            EXECUTORS[args.executor](longest_first(todo), job, progress.start, progress.finish)
+        init_out_dir(grid.out_dir, grid.spec, grid.runs)
+        return run_grid(grid, args, console)
     except KeyboardInterrupt:
         console.print("interrupted: finished runs are saved; run the same command to resume")
         return 130
     except BadGrid as err:  # a resource request no node can meet (ray): nothing trained
         print(f"lit_seq.ablate: error: {err}", file=sys.stderr)
         return 2
-    _, aggregate, plots = build_report(out_dir, console)
-    config = {"grid": spec, "runs": len(runs), "out_dir": str(out_dir)}
-    log_summary(out_dir, spec["name"], wandb_mode, aggregate, plots, config, console=console)
-    final = read_records(out_dir)
-    failed = [r.run_id for r in runs if not _done(final, r)]
-    if failed:
-        console.print(f"{len(failed)} of {len(runs)} runs failed: see records/ and logs/")
-        return 1
-    return 0
+    finally:
+        lock.close()
 
 
 if __name__ == "__main__":

@@ -97,9 +97,14 @@ def init_out_dir(out_dir: Path, spec: dict, runs: list[Run]) -> None:
 
 
 def lock_out_dir(out_dir: Path):
-    """Hold an exclusive lock on the folder for this process's life (freed even by kill -9);
-    BadGrid if another driver is using it, since two drivers would run the same runs."""
-    handle = open(Path(out_dir) / ".lock", "a")  # noqa: SIM115 - must stay open to hold the lock
+    """Create the folder if needed and hold an exclusive lock on it until the returned handle
+    is closed (or this process ends, kill -9 included); BadGrid if another driver holds it,
+    since two drivers would run the same runs. Taken before anything else is written."""
+    try:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        handle = open(Path(out_dir) / ".lock", "a")  # noqa: SIM115 - open while the lock is held
+    except OSError as err:
+        raise BadGrid(f"out folder {str(out_dir)!r} is not writable: {err.strerror}") from None
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -24,8 +24,9 @@ def cell_args(run: Run) -> list[str]:
 
 
 def check_cells(runs: list[Run], where: str) -> list[Run]:
-    """``runs`` with ``task`` and ``arch`` set; BadGrid naming the first cell fit refuses."""
-    built: dict[tuple[str, ...], tuple[str, str]] = {}
+    """``runs`` with ``task``, ``arch`` and ``cost`` set; BadGrid naming the first cell fit
+    refuses. The cost, optimizer steps x layers, orders the starts (``order``)."""
+    built: dict[tuple[str, ...], dict] = {}
     checked = []
     for run in runs:
         key = tuple(cell_args(run))
@@ -35,12 +36,13 @@ def check_cells(runs: list[Run], where: str) -> list[Run]:
             )
         if key not in built:
             try:
-                datamodule, system = check_config([*key, f"--seed_everything={run.seed}"])
+                cli = check_config([*key, f"--seed_everything={run.seed}"])
             except BadInput as err:
                 raise BadGrid(f"{where}: block {run.block!r}: cell {run.cell}: {err}") from None
-            built[key] = (datamodule.name, system.hparams.arch)
-        task, arch = built[key]
-        checked.append(dataclasses.replace(run, task=task, arch=arch))
+            hp, steps = cli.model.hparams, cli.config.trainer.max_steps
+            cost = max(1, steps or 1) * max(1, hp.get("n_layers", 1))
+            built[key] = {"task": cli.datamodule.name, "arch": hp.arch, "cost": float(cost)}
+        checked.append(dataclasses.replace(run, **built[key]))
     return checked
 
 

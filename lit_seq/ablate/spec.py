@@ -47,8 +47,10 @@ class Run:
     config: str  # base config: ``configs/<task>/<arch>.yaml`` when shipped, else absolute
     overrides: tuple[str, ...]  # LightningCLI arguments after --config
     index: int = 0  # position in the grid: the order of the tables
-    task: str = ""  # the registry names of what the run builds, set by load_grid's check
+    # set by the check of every cell (``grid.check_cells``): what the run builds
+    task: str = ""  # the registry names of its task and backbone
     arch: str = ""
+    cost: float = 1.0  # optimizer steps x layers: a run's relative length
 
     def __hash__(self) -> int:  # axes is a dict, so the generated hash would fail
         return hash(self.run_id)

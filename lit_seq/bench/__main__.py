@@ -32,6 +32,7 @@ import torch  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from lit_seq.assets import PACKAGE_DIR  # noqa: E402
 from lit_seq.bench import datagen, grid, memory, overhead, quality  # noqa: E402
 from lit_seq.bench.common import device_name, log  # noqa: E402
 from lit_seq.io import atomic_write_json  # noqa: E402
@@ -135,12 +136,14 @@ def section_table(name: str, result: dict, columns: list[str]) -> Table:
 
 
 def _git_revision() -> str | None:
-    """The commit of the checkout the benchmark runs in (the working directory), with
-    ``+dirty`` when its working tree has changes; None outside a git checkout."""
+    """The commit of the lit_seq measured (its package folder's checkout), with ``+dirty``
+    when that working tree has changes; None for an installed package outside a checkout."""
     try:
 
         def git(*cmd: str) -> str:
-            done = subprocess.run(["git", *cmd], capture_output=True, text=True, check=True)
+            done = subprocess.run(
+                ["git", *cmd], cwd=PACKAGE_DIR, capture_output=True, text=True, check=True
+            )
             return done.stdout.strip()
 
         return git("rev-parse", "--short", "HEAD") + (

@@ -21,10 +21,6 @@ ARCHS = ("transformer", "rnn", "lstm")
 # every fit and grid of the benchmark runs without W&B (``lit_seq.fit`` and
 # ``lit_seq.ablate`` both read it): no network, no account, nothing uploaded
 NO_WANDB = "--wandb=off"
-# what a grid worker adds to each fit, the driver owning the console (the same pair as
-# ``lit_seq.ablate.worker.GRID_FLAGS``; not imported, so that the benchmark reaches the
-# grid driver only through its command line)
-GRID_WORKER_FLAGS = ("--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false")
 # a smoke-sized fit: 20 steps, validation at 10 and 20 on 2 batches, a 2-batch test
 TINY_FIT = (
     "--trainer.max_steps=20",

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-from lit_seq.bench.common import GRID_WORKER_FLAGS, TINY_FIT, fit_args, log, output_tail, run_module
+from lit_seq.ablate.run_one import GRID_FLAGS
+from lit_seq.bench.common import TINY_FIT, fit_args, log, output_tail, run_module
 
 TARGET_GROWTH = 0.10
 
@@ -80,7 +81,7 @@ def run(quick: bool, workdir: Path) -> dict:
     runs = 5 if quick else 20
     log(f"memory: {runs} consecutive tiny fits in one worker process")
     # run_dir is added per run, as a grid worker does
-    args = fit_args(*TINY_FIT, *GRID_WORKER_FLAGS)
+    args = fit_args(*TINY_FIT, *GRID_FLAGS)
     payload = {"args": args, "runs": runs, "root": str(workdir)}
     worker = _in_child("worker", payload, workdir / "worker.json")
     rss = worker["rss_mb"]
