@@ -90,9 +90,17 @@ class LitSeqCLI(LightningCLI):
     def instantiate_trainer(self, **kwargs) -> Trainer:
         # data and system are built by now: only a good configuration gets a run folder
         check_pairing(self.datamodule, self.model)
-        config = self.config
-        self.run_dir = _prepare_run_dir(config, self.datamodule.name)
-        trainer_config = self._get(self.config_init, "trainer", default={})
+        self.run_dir = _prepare_run_dir(self.config, self.datamodule.name)
+        trainer_config = self.config_init.get("trainer") or {}
+        return super().instantiate_trainer(
+            default_root_dir=str(self.run_dir),
+            logger=self._loggers(),
+            callbacks=self._callbacks(trainer_config),
+            **kwargs,
+        )
+
+    def _callbacks(self, trainer_config: dict) -> list:
+        """The config's own callbacks, then checkpoints, timer, plots and the progress bar."""
         checkpoint = ModelCheckpoint(
             dirpath=self.run_dir / "checkpoints",
             filename="best-{step}",
@@ -104,23 +112,25 @@ class LitSeqCLI(LightningCLI):
         callbacks += [checkpoint, TrainTimer(), ConfusionMatrixLogger(), AttentionMapLogger()]
         if trainer_config.get("enable_progress_bar") is not False:  # None means the default: on
             callbacks.append(ThrottledRichProgressBar())
+        return callbacks
+
+    def _loggers(self) -> list:
+        """CSV always; W&B unless off, and only if it starts (else ``wandb_error`` says why)."""
         loggers = [CSVLogger(self.run_dir, name="", version="")]
-        self.wandb_error = ""  # W&B that cannot start is left out: the run goes on without it
+        self.wandb_error = ""
         if self.wandb_mode != "off":
             wandb_logger = GuardedWandbLogger(
-                project=config.wandb_project,
+                project=self.config.wandb_project,
                 name=self.run_dir.name,
                 save_dir=str(self.run_dir),
                 offline=self.wandb_mode == "offline",
-                group=config.wandb_group,
-                tags=list(config.wandb_tags),
+                group=self.config.wandb_group,
+                tags=list(self.config.wandb_tags),
             )
-            if wandb_logger.start():  # known now, before any training
+            if wandb_logger.start():  # known now, before any training: the run goes on without
                 loggers.append(wandb_logger)
             self.wandb_error = wandb_logger.error
-        return super().instantiate_trainer(
-            default_root_dir=str(self.run_dir), logger=loggers, callbacks=callbacks, **kwargs
-        )
+        return loggers
 
 
 def _checked(fn):

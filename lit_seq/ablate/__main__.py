@@ -42,13 +42,6 @@ def _workers(text: str) -> int:
     return value
 
 
-def _resource(text: str) -> float:
-    value = float(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m lit_seq.ablate",
@@ -81,13 +74,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ray.add_argument(
         "--ray-num-cpus",
-        type=_resource,
+        type=float,  # checked with the grid's ray: section (ray_executor.ray_options)
         metavar="C",
         help="CPUs per run, also its torch threads (default: the grid's ray: section, else 1)",
     )
     ray.add_argument(
         "--ray-num-gpus",
-        type=_resource,
+        type=float,
         metavar="G",
         help="GPUs per run; 0.25 packs 4 runs per GPU (default: the grid's ray: section, "
         "else 1 if the cluster has GPUs, else 0)",
