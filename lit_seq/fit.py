@@ -31,7 +31,7 @@ from lit_seq.record import METRICS_FILE, FitResult
 from lit_seq.summary import print_metrics
 from lit_seq.systems import SYSTEMS, SequenceSystem
 from lit_seq.tracking import WANDB_MODES, resolve_wandb_mode
-from lit_seq.wandb_logger import GuardedWandbLogger
+from lit_seq.wandb_logger import GuardedWandbLogger, start_wandb_logger
 
 # main() hands sys.argv over as ``args``, which is exactly what this warning is about
 warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
@@ -119,17 +119,16 @@ class LitSeqCLI(LightningCLI):
         loggers = [CSVLogger(self.run_dir, name="", version="")]
         self.wandb_error = ""
         if self.wandb_mode != "off":
-            wandb_logger = GuardedWandbLogger(
+            wandb_logger, self.wandb_error = start_wandb_logger(
+                self.wandb_mode,
                 project=self.config.wandb_project,
                 name=self.run_dir.name,
                 save_dir=str(self.run_dir),
-                offline=self.wandb_mode == "offline",
                 group=self.config.wandb_group,
                 tags=list(self.config.wandb_tags),
             )
-            if wandb_logger.start():  # known now, before any training: the run goes on without
+            if wandb_logger is not None:  # known now, before any training: else, without W&B
                 loggers.append(wandb_logger)
-            self.wandb_error = wandb_logger.error
         return loggers
 
 

@@ -78,3 +78,12 @@ class GuardedWandbLogger(WandbLogger):
         if self._started:
             with contextlib.suppress(Exception):  # nothing left to tell if this fails too
                 self.experiment.finish(exit_code=1 if self.error else 0)
+
+
+def start_wandb_logger(mode: str, **kwargs) -> tuple[GuardedWandbLogger | None, str]:
+    """A started W&B logger for ``mode`` (``online`` / ``offline``), or None if W&B cannot start;
+    and one line saying what failed ("" if nothing did). ``kwargs`` go to ``WandbLogger``."""
+    logger = GuardedWandbLogger(offline=mode == "offline", **kwargs)
+    if logger.start():
+        return logger, ""
+    return None, logger.error
