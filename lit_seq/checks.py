@@ -4,6 +4,7 @@ A leaf module (no torch, no Lightning), so models, data and systems all use the 
 and so does every grid, whose cells are checked by building them (``lit_seq.fit``).
 """
 
+import math
 from collections.abc import Iterable
 
 
@@ -29,3 +30,28 @@ def check_int(
     if not ok or value < minimum or (maximum is not None and value > maximum):
         raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
     return value
+
+
+def check_float(
+    name: str,
+    value: object,
+    minimum: float,
+    maximum: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """Return ``value`` if it is a finite number in the range, else raise a ValueError naming it.
+
+    ``low_open`` / ``high_open`` exclude the bounds themselves (``lr`` > 0, ``dropout`` < 1).
+    """
+    low = f"> {minimum}" if low_open else f">= {minimum}"
+    high = "" if maximum is None else (f" and < {maximum}" if high_open else f" and <= {maximum}")
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if ok:
+        ok = value > minimum if low_open else value >= minimum
+    if ok and maximum is not None:
+        ok = value < maximum if high_open else value <= maximum
+    if not ok:
+        raise ValueError(f"{name}={value!r} must be a finite number {low}{high}")
+    return float(value)

@@ -9,6 +9,7 @@ holds the checkpoints (best and last), ``metrics.csv``, the offline W&B run and
 ``metrics.json``; an interrupted fit resumes with ``--run_dir DIR --ckpt_path last``.
 """
 
+import errno
 import logging
 import re
 import sys
@@ -25,12 +26,15 @@ from lightning.pytorch.loggers import CSVLogger
 
 from lit_seq.assets import DEFAULT_CONFIG, find_file
 from lit_seq.callbacks import AttentionMapLogger, ConfusionMatrixLogger, TrainTimer
+from lit_seq.checks import check_int
 from lit_seq.data import SyntheticDataModule
 from lit_seq.progress_bar import ThrottledRichProgressBar
 from lit_seq.record import METRICS_FILE, FitResult
+from lit_seq.safe_yaml import YamlError, load_yaml
 from lit_seq.summary import print_metrics
 from lit_seq.systems import SYSTEMS, SequenceSystem
 from lit_seq.tracking import WANDB_MODES, resolve_wandb_mode
+from lit_seq.trainer_checks import check_trainer
 from lit_seq.wandb_logger import GuardedWandbLogger, start_wandb_logger
 
 # main() hands sys.argv over as ``args``, which is exactly what this warning is about
@@ -86,6 +90,10 @@ class LitSeqCLI(LightningCLI):
 
     def before_instantiate_classes(self) -> None:
         self.wandb_mode = _checked(lambda: resolve_wandb_mode(self.config.wandb))
+        seed = self.config.seed_everything
+        if not isinstance(seed, bool):  # true: Lightning picks a seed
+            _checked(lambda: check_int("seed_everything", seed, 0, 2**32 - 1))
+        _checked(lambda: check_trainer(self.config.trainer))
 
     def instantiate_trainer(self, **kwargs) -> Trainer:
         # data and system are built by now: only a good configuration gets a run folder
@@ -193,6 +201,8 @@ def _with_config(args: list[str] | None) -> list[str]:
         if arg == "--config" or arg.startswith("--config="):
             name = arg.split("=", 1)[1] if "=" in arg else (args.pop(0) if args else "")
             found = find_file(name) if name else None
+            if found is not None:
+                _check_config_file(found)
             out += ["--config", str(found or name)]
             given = True
         else:
@@ -200,6 +210,19 @@ def _with_config(args: list[str] | None) -> list[str]:
     if not given and not any(a in ("-h", "--help") for a in out):
         out = ["--config", str(DEFAULT_CONFIG), *out]
     return out
+
+
+def _check_config_file(path: Path) -> None:
+    """BadInput unless ``path`` is a YAML mapping of sections of a sane size."""
+    try:
+        content = load_yaml(path.read_text(), f"config {str(path)!r}")
+    except (OSError, YamlError) as err:
+        raise BadInput(str(err)) from None
+    if content is not None and not isinstance(content, dict):
+        raise BadInput(
+            f"config {str(path)!r} must be a mapping of sections (model, data, trainer, ...), "
+            f"got a {type(content).__name__}"
+        )
 
 
 def _make_cli(cli_class: type[LitSeqCLI], args: list[str]) -> LitSeqCLI:
@@ -317,7 +340,18 @@ def main() -> None:
     except BadInput as err:
         print(f"lit_seq.fit: error: {err}", file=sys.stderr)
         raise SystemExit(2) from None
-    record = run(cli)
+    try:
+        record = run(cli)
+    except OSError as err:
+        if err.errno != errno.ENOSPC:
+            raise
+        # every file of the run is written atomically: what is there is whole, or absent
+        print(
+            f"lit_seq.fit: error: the disk is full ({err.filename or cli.run_dir}); free space, "
+            f"then resume with --run_dir {cli.run_dir} --ckpt_path last",
+            file=sys.stderr,
+        )
+        raise SystemExit(1) from None
     print_metrics(record)
 
 

@@ -187,7 +187,7 @@ BAD = {
     ),
     "bad lr": (
         "name: g\nblocks:\n- {config: configs/echo/rnn.yaml, axes: {lr: [0.01, -1]}}\n",
-        "lr=-1.0 must be > 0",
+        "lr=-1.0 must be a finite number > 0.0",
     ),
     "bad seeds": ("name: g\nseeds: []\nblocks:\n- {config: configs/echo/rnn.yaml}\n", "seeds"),
     "no base config": ("name: g\nblocks:\n- {axes: {arch: [rnn]}}\n", "give config: or both"),
@@ -254,12 +254,12 @@ def test_runs_start_longest_first_by_steps_times_layers():
             "blocks": [
                 {
                     "name": "short",
-                    "overrides": {"steps": 10},
+                    "overrides": {"steps": 10, "val_every": 5},
                     "axes": {"task": ["echo"], "arch": ["rnn"]},
                 },
                 {
                     "name": "deep",
-                    "overrides": {"steps": 10},
+                    "overrides": {"steps": 10, "val_every": 5},
                     "axes": {"task": ["echo"], "arch": ["transformer"], "n_layers": [2, 8]},
                 },
                 {"name": "shipped", "axes": {"task": ["echo"], "arch": ["lstm"]}},
@@ -307,7 +307,7 @@ AXIS_PROBES = {
     "lr": ("model", "lr", 0.003),
     "weight_decay": ("model", "weight_decay", 0.01),
     "warmup_steps": ("model", "warmup_steps", 7),
-    "steps": ("trainer", "max_steps", 17),
+    "steps": ("trainer", "max_steps", 170),
     "val_every": ("trainer", "val_check_interval", 5),
     "batch_size": ("data", "batch_size", 16),
 }

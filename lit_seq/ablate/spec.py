@@ -22,12 +22,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from lit_seq.ablate.axes import AXES, config_path
 from lit_seq.ablate.common import BadGrid
 from lit_seq.assets import CONFIG_DIR, config_file, find_file, shipped_name
 from lit_seq.record import format_value
+from lit_seq.safe_yaml import YamlError, load_yaml
 
 GRID_KEYS = ("name", "description", "seeds", "overrides", "blocks", "ray")
 BLOCK_KEYS = ("name", "config", "axes", "overrides")
@@ -173,14 +172,11 @@ def load_spec(path: Path) -> dict:
     """
     path = find_file(path) or Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = load_yaml(path.read_text(), path.name)
     except OSError as err:
         raise BadGrid(f"cannot read grid file {str(path)!r}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(err, "problem", None) or " ".join(str(err).split())
-        raise BadGrid(f"{path.name}: malformed YAML: {problem}{at}") from None
+    except YamlError as err:
+        raise BadGrid(str(err)) from None
     return parse_spec(raw, path.name)
 
 

@@ -55,7 +55,8 @@ class ParitySumData(SyntheticDataModule):
         gen_factors: list[int] | None = None,
     ) -> None:
         super().__init__(batch_size=batch_size, seed=seed, gen_factors=gen_factors)
-        self.length = check_int("length", length, 1)
+        # two parity streams need two positions: length 1 has no odd stream to sum
+        self.length = check_int("length", length, 2)
         self.max_val = check_int("max_val", max_val, 1)
         self.set_split_sizes(n_train, n_val, n_test)
 

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
-from lit_seq.checks import check_choice
+from lit_seq.checks import check_choice, check_float, check_int
 from lit_seq.models import BACKBONES, build_backbone, count_parameters
 from lit_seq.systems.schedules import SCHEDULES, schedule_factor
 
@@ -81,8 +81,14 @@ class SequenceSystem(L.LightningModule):
         check_choice("arch", arch, BACKBONES)
         check_choice("optimizer", optimizer, OPTIMIZERS)
         check_choice("schedule", schedule, SCHEDULES)
-        if lr <= 0:
-            raise ValueError(f"lr={lr} must be > 0")
+        for name, value in (("d_model", d_model), ("n_layers", n_layers), ("n_heads", n_heads)):
+            check_int(name, value, 1)
+        if d_ff is not None:
+            check_int("d_ff", d_ff, 1, allowed=">= 1 (or null for 4 * d_model)")
+        check_float("dropout", dropout, 0.0, 1.0, high_open=True)
+        check_float("lr", lr, 0.0, low_open=True)
+        check_float("weight_decay", weight_decay, 0.0)
+        check_int("warmup_steps", warmup_steps, 0)
         # collects the subclass's arguments too: it walks up the chain of __init__ frames
         self.save_hyperparameters()
         self.val_metrics = self.build_metrics().clone(prefix="val/")
