@@ -27,14 +27,14 @@ from lightning.pytorch.loggers import CSVLogger
 from lit_seq.assets import DEFAULT_CONFIG, find_file
 from lit_seq.callbacks import AttentionMapLogger, ConfusionMatrixLogger, TrainTimer
 from lit_seq.checks import check_int
-from lit_seq.data import SyntheticDataModule
+from lit_seq.data import TASKS, SyntheticDataModule
 from lit_seq.progress_bar import ThrottledRichProgressBar
 from lit_seq.record import METRICS_FILE, FitResult
 from lit_seq.safe_yaml import YamlError, load_yaml
 from lit_seq.summary import print_metrics
 from lit_seq.systems import SYSTEMS, SequenceSystem
 from lit_seq.tracking import WANDB_MODES, resolve_wandb_mode
-from lit_seq.trainer_checks import check_trainer
+from lit_seq.trainer_checks import PRECISIONS, check_trainer
 from lit_seq.wandb_logger import GuardedWandbLogger, start_wandb_logger
 
 # main() hands sys.argv over as ``args``, which is exactly what this warning is about
@@ -88,12 +88,16 @@ class LitSeqCLI(LightningCLI):
         for key in ("in_features", "out_features", "max_len"):
             parser.link_arguments(f"data.{key}", f"model.init_args.{key}", apply_on="instantiate")
 
-    def before_instantiate_classes(self) -> None:
-        self.wandb_mode = _checked(lambda: resolve_wandb_mode(self.config.wandb))
+    def parse_arguments(self, parser, args) -> None:
+        """Parse, then refuse what Lightning would take (or trip over) before it seeds."""
+        super().parse_arguments(parser, args)
         seed = self.config.seed_everything
         if not isinstance(seed, bool):  # true: Lightning picks a seed
             _checked(lambda: check_int("seed_everything", seed, 0, 2**32 - 1))
         _checked(lambda: check_trainer(self.config.trainer))
+
+    def before_instantiate_classes(self) -> None:
+        self.wandb_mode = _checked(lambda: resolve_wandb_mode(self.config.wandb))
 
     def instantiate_trainer(self, **kwargs) -> Trainer:
         # data and system are built by now: only a good configuration gets a run folder
@@ -218,7 +222,9 @@ def _check_config_file(path: Path) -> None:
         content = load_yaml(path.read_text(), f"config {str(path)!r}")
     except (OSError, YamlError) as err:
         raise BadInput(str(err)) from None
-    if content is not None and not isinstance(content, dict):
+    if content is None:
+        raise BadInput(f"config {str(path)!r} is empty; give at least model, data and trainer")
+    if not isinstance(content, dict):
         raise BadInput(
             f"config {str(path)!r} must be a mapping of sections (model, data, trainer, ...), "
             f"got a {type(content).__name__}"
@@ -280,9 +286,23 @@ def _one_line(error: BaseException) -> str:
     while (inner := _inner(chain[-1])) is not None:
         chain.append(inner)
     root = " ".join(str(chain[-1]).split())
+    if missing := re.fullmatch(
+        r"module '(lit_seq\.(data|systems))' has no attribute '(\w+)'", root
+    ):
+        known = TASKS if missing.group(2) == "data" else {c.__name__: c for c in SYSTEMS.values()}
+        names = [f"{missing.group(1)}.{cls.__name__}" for cls in known.values()]
+        return f"{missing.group(1)}.{missing.group(3)} does not exist; one of {names}"
+    # jsonargparse's "Expected a <class 'float'>. Got value: nan": say it as the other errors do
+    root = re.sub(
+        r"Expected a <class '(\w+)'>\. Got value: (.*)$",
+        lambda m: f"got {m.group(2)!r}, which is not a valid {m.group(1)}",
+        root,
+    )
     # jsonargparse names the nested keys it was parsing: 'Parser key "data": ... "length"'
     keys = re.findall(r'Parser key "([^"]+)"', str(error))
     field = ".".join(dict.fromkeys(keys))
+    if field == "trainer.precision" and (value := re.search(r"got '([^']*)'", root)):
+        return f"trainer.precision={value.group(1)!r} is not one of {list(PRECISIONS)}"
     if field and field not in root:
         return f"{field}: {root}"
     return root

@@ -48,7 +48,7 @@ class FitResult:
     last_checkpoint: str = ""
     run_dir: str = ""
     wandb_run: str = ""  # entity/project/id online, the run's folder offline
-    wandb_error: str = ""  # why W&B stopped logging, if it did (the run went on without it)
+    wandb_error: str = ""  # what went wrong with W&B, if anything (offline instead, or no W&B)
     metrics: dict[str, float] = field(default_factory=dict)  # test/acc, test_len40/acc, ...
 
     def to_json(self) -> dict:
@@ -117,13 +117,19 @@ def read_record(path: Path) -> RunRecord:
     return RunRecord.from_json(data)
 
 
-def read_records(out_dir: Path) -> dict[str, RunRecord]:
-    """Every complete record of a grid folder by run id (temp files of killed writes ignored)."""
+def read_records(out_dir: Path, unreadable: list[Path] | None = None) -> dict[str, RunRecord]:
+    """Every complete record of a grid folder by run id (temp files of killed writes ignored).
+
+    An unreadable record counts as missing (its run simply runs again); its path is added
+    to ``unreadable`` when given, for a report that must not leave it out silently.
+    """
     records = {}
     for path in sorted((Path(out_dir) / RECORDS).glob("[!.]*.json")):
         try:
             record = read_record(path)
         except (OSError, json.JSONDecodeError, ValueError, TypeError):
-            continue  # unreadable: treated as missing, so the run simply runs again
+            if unreadable is not None:
+                unreadable.append(path)
+            continue
         records[record.run_id or path.stem] = record
     return records

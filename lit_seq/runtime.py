@@ -1,4 +1,4 @@
-"""The machine a run gets: CPUs, GPUs, and how many torch threads to use on them.
+"""The machine a run gets: CPUs, GPUs, how many torch threads to use on them, and its disk.
 
 Shared by the grid's local workers and its Ray tasks, which must set threads the same way:
 two 2-thread torch processes on 2 shared cores run far slower than two 1-thread ones, and
@@ -7,6 +7,8 @@ OpenMP threads that spin while they wait make a busy machine crawl (measured 20x
 
 import contextlib
 import os
+import shutil
+from pathlib import Path
 
 # OpenMP reads this when torch loads it: set it in the environment of a process to come
 QUIET_OPENMP = {"OMP_WAIT_POLICY": "PASSIVE"}
@@ -39,3 +41,19 @@ def use_threads(n: int) -> None:
     torch.set_num_threads(n)
     with contextlib.suppress(RuntimeError):  # only settable before inter-op work starts
         torch.set_num_interop_threads(1)
+
+
+# below this, a failed write is taken for a full disk (libraries report it in their own words:
+# OSError ENOSPC from Python, "PytorchStreamWriter failed writing file" from torch.save)
+DISK_FULL_BYTES = 1 << 20
+
+
+def disk_full(path: Path) -> bool:
+    """Whether the filesystem holding ``path`` (or its nearest existing parent) is full."""
+    path = Path(path).absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    try:
+        return shutil.disk_usage(path).free < DISK_FULL_BYTES
+    except OSError:
+        return False

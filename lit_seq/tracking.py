@@ -1,7 +1,8 @@
 """Weights & Biases set-up shared by single fits and grid summaries.
 
 W&B is on by default and never needs a network: without an API key it writes real
-offline run files (``wandb sync DIR`` uploads them later). ``off`` disables it.
+offline run files (``wandb sync DIR`` uploads them later). ``off`` disables it. Online,
+``wandb.init`` waits at most :data:`WANDB_INIT_TIMEOUT_S` for the server.
 """
 
 import netrc
@@ -11,6 +12,12 @@ from pathlib import Path
 from lit_seq.checks import check_choice
 
 WANDB_MODES = ("auto", "online", "offline", "off")
+
+# How long ``wandb.init`` may wait for the W&B server (wandb's ``init_timeout`` setting).
+# wandb's own default is 90 s, and without a network it uses all of it (more where
+# connections hang) before failing; a reachable server answers in a second or two. Going
+# offline after a false alarm costs little: ``wandb sync`` uploads the run later.
+WANDB_INIT_TIMEOUT_S = 10.0
 
 
 def wandb_api_key_configured() -> bool:

@@ -4,8 +4,10 @@ W&B is a view of a run; the run folder and its records are the results. So every
 wandb that Lightning or lit_seq makes goes through :class:`GuardedWandbLogger`, which turns
 an exception (no network, a full disk, a crashed wandb service) into one warning line and a
 note in the run's record (``wandb_error``), and makes every later call a no-op. The run is
-started eagerly by :meth:`GuardedWandbLogger.start`, so that a W&B that cannot start is
-known before the first training step, not half-way through.
+started eagerly by :func:`start_wandb_logger`, so that a W&B that cannot start is known
+before the first training step, not half-way through. Online, ``wandb.init`` waits at most
+``WANDB_INIT_TIMEOUT_S`` for the server; if online fails, the run is logged offline instead
+(real run files, in a fresh W&B service), and the note says so.
 """
 
 import contextlib
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from lightning.pytorch.loggers import WandbLogger
 
 from lit_seq.errors import error_line
-from lit_seq.tracking import wandb_run_path
+from lit_seq.tracking import WANDB_INIT_TIMEOUT_S, wandb_run_path
 
 
 class GuardedWandbLogger(WandbLogger):
@@ -26,19 +28,22 @@ class GuardedWandbLogger(WandbLogger):
         self.error = ""  # the first failure, as one line; "" while W&B works
         self._started = False
 
-    def _guard(self, call: Callable[[], object]) -> object:
+    def _guard(self, call: Callable[[], object], warn: bool = True) -> object:
         if self.error:
             return None
         try:
             return call()
         except Exception as err:  # noqa: BLE001 - whatever W&B raised, the run goes on
             self.error = error_line(err, limit=500)
-            print(f"lit_seq: warning: W&B stopped, training goes on: {self.error}", file=sys.stderr)
+            if warn:
+                _warn(f"W&B stopped, training goes on: {self.error}")
             return None
 
-    def start(self) -> bool:
-        """Start the W&B run (``wandb.init``) now; False if it could not start."""
-        self._started = self._guard(lambda: self.experiment) is not None
+    def start(self, warn: bool = True) -> bool:
+        """Start the W&B run (``wandb.init``) now; False if it could not start.
+
+        ``warn``: print the failure (else it is only kept in :attr:`error`)."""
+        self._started = self._guard(lambda: self.experiment, warn) is not None
         if not self._started:  # a half-started run must not swallow the next one
             with contextlib.suppress(Exception):
                 import wandb
@@ -82,8 +87,44 @@ class GuardedWandbLogger(WandbLogger):
 
 def start_wandb_logger(mode: str, **kwargs) -> tuple[GuardedWandbLogger | None, str]:
     """A started W&B logger for ``mode`` (``online`` / ``offline``), or None if W&B cannot start;
-    and one line saying what failed ("" if nothing did). ``kwargs`` go to ``WandbLogger``."""
-    logger = GuardedWandbLogger(offline=mode == "offline", **kwargs)
-    if logger.start():
+    and one line saying what went wrong ("" if nothing did). ``kwargs`` go to ``WandbLogger``.
+
+    Online waits at most ``WANDB_INIT_TIMEOUT_S`` for the server. If online fails, the run is
+    logged offline instead (real run files), in a fresh W&B service: wandb keeps one service and
+    its settings per process, so the failed online start is finished and torn down first.
+    """
+    if mode != "online":
+        return _start(mode, kwargs)
+    import wandb
+
+    settings = wandb.Settings(init_timeout=WANDB_INIT_TIMEOUT_S)
+    logger, online_error = _start("online", kwargs, warn=False, settings=settings)
+    if logger is not None:
+        return logger, ""
+    with contextlib.suppress(Exception):  # start() has finished any half-open run
+        wandb.teardown(exit_code=1)
+    logger, offline_error = _start("offline", kwargs, warn=False)
+    note = f"W&B online failed ({online_error}), " + (
+        f"offline too: {offline_error}"
+        if logger is None
+        else f"logged offline instead: wandb sync {logger.run_path()} uploads it"
+    )
+    _warn(note)
+    return logger, note
+
+
+def _start(
+    mode: str, kwargs: dict, warn: bool = True, **init
+) -> tuple[GuardedWandbLogger | None, str]:
+    # ``mode`` goes to wandb.init itself. Lightning's ``offline=True`` only sets WANDB_MODE in
+    # this process's environment, which wandb ignores once it is set up here (so an offline
+    # retry after a failed online start went online again, and wrote no offline files), and
+    # which would turn every later W&B run of this process (a grid worker) offline.
+    logger = GuardedWandbLogger(mode=mode, **kwargs, **init)
+    if logger.start(warn):
         return logger, ""
     return None, logger.error
+
+
+def _warn(line: str) -> None:
+    print(f"lit_seq: warning: {line}", file=sys.stderr)

@@ -189,6 +189,39 @@ BAD = {
         "name: g\nblocks:\n- {config: configs/echo/rnn.yaml, axes: {lr: [0.01, -1]}}\n",
         "lr=-1.0 must be a finite number > 0.0",
     ),
+    "repeated axis key": (
+        "name: g\nblocks:\n- {axes: {task: [echo], arch: [rnn], lr: [0.1], lr: [0.2]}}\n",
+        "key 'lr' is given twice",
+    ),
+    "alias bomb in the description": (
+        "name: g\ndescription: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(
+            f"d{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n"
+            for p, n in zip("abcde", "bcdef", strict=True)
+        )
+        + "blocks:\n- {axes: {task: [echo], arch: [rnn]}}\n",
+        "YAML expands to more than 100,000 nodes",
+    ),
+    "infinite lr": (
+        "name: g\nblocks:\n- {config: configs/echo/rnn.yaml, axes: {lr: [.inf]}}\n",
+        "cell block0__lr=inf: model.lr: got 'inf', which is not a valid float",
+    ),
+    "negative steps": (
+        "name: g\nblocks:\n- {config: configs/echo/rnn.yaml, axes: {steps: [-5]}}\n",
+        "trainer.max_steps must be an integer >= 1 (or -1: no step limit), got -5",
+    ),
+    "zero length": (
+        "name: g\nblocks:\n- {config: configs/echo/rnn.yaml, axes: {data.length: [0]}}\n",
+        "length must be an integer >= 1, got 0",
+    ),
+    "pos_mode on an rnn": (
+        "name: g\nblocks:\n- {config: configs/echo/rnn.yaml, axes: {pos_mode: [none]}}\n",
+        "pos_mode='none' only applies to arch='transformer', not 'rnn'",
+    ),
+    "a string for an int": (
+        "name: g\nblocks:\n- {config: configs/echo/rnn.yaml, axes: {data.init_args.length: [ten]}}\n",
+        "got 'ten', which is not a valid int",
+    ),
     "bad seeds": ("name: g\nseeds: []\nblocks:\n- {config: configs/echo/rnn.yaml}\n", "seeds"),
     "no base config": ("name: g\nblocks:\n- {axes: {arch: [rnn]}}\n", "give config: or both"),
 }

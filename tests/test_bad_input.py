@@ -11,6 +11,7 @@ from tests.helpers import REPO
 
 SIGNAL = str(REPO / "configs" / "signal" / "transformer.yaml")
 ECHO = str(REPO / "configs" / "echo" / "lstm.yaml")
+PARITY = str(REPO / "configs" / "parity_sum" / "transformer.yaml")
 
 
 @pytest.mark.parametrize(
@@ -36,12 +37,112 @@ ECHO = str(REPO / "configs" / "echo" / "lstm.yaml")
             ["--config", ECHO, "--model=lit_seq.systems.StepRegression"],
             r"model=StepRegression trains 'regression' tasks, but task 'echo' is 'binary'",
         ),
+        # the bad-input table of the integrity issue: silently accepted before
+        (
+            ["--config", SIGNAL, "--model.dropout=1.5"],
+            r"dropout=1.5 must be a finite number >= 0.0 and < 1.0",
+        ),
+        (
+            ["--config", SIGNAL, "--model.dropout=-0.1"],
+            r"dropout=-0.1 must be a finite number >= 0.0",
+        ),
+        (["--config", SIGNAL, "--model.d_ff=0"], r"d_ff must be an integer >= 1 \(or null"),
+        (["--config", SIGNAL, "--model.warmup_steps=-1"], r"warmup_steps must be an integer >= 0"),
+        (
+            ["--config", SIGNAL, "--trainer.gradient_clip_val=-1"],
+            r"trainer.gradient_clip_val=-1(\.0)? must be a finite number >= 0.0",
+        ),
+        (
+            ["--config", SIGNAL, "--trainer.max_steps=0"],
+            r"trainer.max_steps must be an integer >= 1 \(or -1",
+        ),
+        (
+            ["--config", SIGNAL, "--trainer.max_time=00:00:00:00"],
+            r"trainer.max_time='00:00:00:00' must be longer than 0",
+        ),
+        (
+            ["--config", SIGNAL, "--trainer.max_steps=40", "--trainer.val_check_interval=50"],
+            r"val_check_interval=50 is longer than trainer.max_steps=40: the run would never validate",
+        ),
+        (["--config", PARITY, "--data.length=1"], r"length must be an integer >= 2, got 1"),
+        (
+            ["--config", ECHO, "--model.pos_mode=none"],
+            r"pos_mode='none' only applies to arch='transformer', not 'lstm'",
+        ),
+        (
+            ["--config", ECHO, "--model.residual=false"],
+            r"residual=False only applies to arch='transformer'",
+        ),
+        # tracebacks before
+        (["--config", SIGNAL, "--model.n_layers=0"], r"n_layers must be an integer >= 1, got 0"),
+        (
+            ["--config", SIGNAL, "--trainer.max_steps=-5"],
+            r"trainer.max_steps must be an integer >= 1",
+        ),
+        (
+            ["--config", SIGNAL, "--model.weight_decay=-1"],
+            r"weight_decay=-1.0 must be a finite number >= 0.0",
+        ),
+        (
+            ["--config", SIGNAL, "--trainer.accelerator=gpu"],
+            r"trainer.accelerator='gpu' but no CUDA device",
+        ),
+        # unclear before: now the field, the value and what is allowed
+        (["--config", SIGNAL, "--model.d_model=0"], r"d_model must be an integer >= 1, got 0"),
+        (["--config", SIGNAL, "--model.n_layers=-1"], r"n_layers must be an integer >= 1, got -1"),
+        (["--config", SIGNAL, "--model.n_heads=0"], r"n_heads must be an integer >= 1, got 0"),
+        (
+            ["--config", SIGNAL, "--model.lr=nan"],
+            r"model.lr: got 'nan', which is not a valid float",
+        ),
+        (
+            ["--config", SIGNAL, "--model.lr=inf"],
+            r"model.lr: got 'inf', which is not a valid float",
+        ),
+        (
+            ["--config", SIGNAL, "--seed_everything=-1"],
+            r"seed_everything must be an integer in \[0, 4294967295\]",
+        ),
+        (
+            ["--config", SIGNAL, "--data=lit_seq.data.Sorting"],
+            r"lit_seq.data.Sorting does not exist; one of \['lit_seq.data.SignalData'",
+        ),
+        (
+            ["--config", SIGNAL, "--trainer.precision=fp8"],
+            r"trainer.precision='fp8' is not one of \['32-true'",
+        ),
     ],
 )
 def test_bad_input_is_one_clear_line(args, expected, tmp_path):
     with pytest.raises(BadInput, match=expected) as error:
         build_cli([*args, f"--run_dir={tmp_path / 'run'}"])
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("", r"is empty; give at least model, data and trainer"),
+        ("- model\n- data\n", r"must be a mapping of sections .*, got a list"),
+        ("model: {}\nmodel: {}\n", r"key 'model' is given twice \(again at line 2\)"),
+        (
+            "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+            + "".join(
+                f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n"
+                for p, n in zip("abcde", "bcdef", strict=True)
+            ),
+            r"YAML expands to more than 100,000 nodes",
+        ),
+    ],
+    ids=["empty", "a list", "repeated key", "alias bomb"],
+)
+def test_a_config_file_that_is_no_config_is_one_line(content, expected, tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text(content)
+    with pytest.raises(BadInput, match=expected) as error:
+        build_cli(["--config", str(config), f"--run_dir={tmp_path / 'run'}"])
+    assert "\n" not in str(error.value)
+    assert not (tmp_path / "run").exists()
 
 
 def test_malformed_yaml(tmp_path):

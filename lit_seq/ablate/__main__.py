@@ -30,6 +30,7 @@ from lit_seq.ablate.spec import Run
 from lit_seq.ablate.wandb_summary import log_summary
 from lit_seq.record import RunRecord, read_records
 from lit_seq.results.report import build_report
+from lit_seq.runtime import disk_full
 from lit_seq.tracking import WANDB_MODES, resolve_wandb_mode
 
 EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray}
@@ -198,6 +199,16 @@ def main(argv: list[str] | None = None) -> int:
     except BadGrid as err:  # a resource request no node can meet (ray): nothing trained
         print(f"lit_seq.ablate: error: {err}", file=sys.stderr)
         return 2
+    except Exception:
+        if not disk_full(grid.out_dir):
+            raise
+        # records are written whole or not at all: free space and the same command resumes
+        print(
+            f"lit_seq.ablate: error: the disk holding {grid.out_dir} is full; free space, then "
+            "run the same command to resume",
+            file=sys.stderr,
+        )
+        return 1
     finally:
         lock.close()
 

@@ -11,8 +11,9 @@ Layout of an output folder (``results/<grid>`` by default)::
 Resume rule: a run whose record says ``ok`` is skipped; a failed or missing one runs again
 (its run folder is wiped first). A record is renamed into place only when complete, so a
 ``kill -9`` at any moment leaves each run either recorded once or not at all.
-Fingerprint rule: reusing a folder with a grid whose expanded runs differ in any way (ids,
-configs, arguments, seeds; adding a seed counts) is refused; use a new ``--out`` or delete it.
+Fingerprint rule: reusing a folder with a grid whose runs differ in any way (ids, arguments,
+seeds, adding a seed, and the contents of their base configs: each run's digest of its
+resolved configuration) is refused, naming those runs; use a new ``--out`` or delete it.
 """
 
 from __future__ import annotations
@@ -44,6 +45,26 @@ def fingerprint(grid_name: str, runs: list[Run]) -> str:
     return hashlib.sha256(json.dumps(content).encode()).hexdigest()[:16]
 
 
+def _differing_runs(marker: Path, grid_name: str, runs: list[Run]) -> list[str]:
+    """Runs of this grid the folder does not hold as they are now (added, dropped, changed).
+
+    A folder records each run's digest (its resolved configuration: base config contents
+    included); a folder made before digests existed is compared by its fingerprint.
+    """
+    try:
+        stored = read_json(marker)
+        digests = stored.get("run_digests")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        raise BadGrid(
+            f"{str(marker)!r} is unreadable (truncated by a full disk?), so the grid that made "
+            "this folder cannot be verified; use a new --out (the records stay here)"
+        ) from None
+    if digests is None:
+        return [] if stored.get("fingerprint") == fingerprint(grid_name, runs) else ["its runs"]
+    now = {r.run_id: r.digest for r in runs}
+    return [i for i in dict.fromkeys([*now, *digests]) if now.get(i) != digests.get(i)]
+
+
 def check_out_dir(out_dir: Path, grid_name: str, runs: list[Run]) -> bool:
     """Raise BadGrid if ``out_dir`` cannot hold this grid's results; True if it already does.
 
@@ -54,20 +75,22 @@ def check_out_dir(out_dir: Path, grid_name: str, runs: list[Run]) -> bool:
         raise BadGrid(f"out folder {str(out_dir)!r} is a file")
     marker = out_dir / FINGERPRINT
     if marker.exists():
-        try:
-            found = read_json(marker).get("fingerprint")
-        except (OSError, json.JSONDecodeError, AttributeError):
-            found = None
-        if found != fingerprint(grid_name, runs):
+        if differ := _differing_runs(marker, grid_name, runs):
+            shown = ", ".join(differ[:3]) + (
+                f" and {len(differ) - 3} more" if len(differ) > 3 else ""
+            )
             raise BadGrid(
                 f"out folder {str(out_dir)!r} was made by a different grid (or a different "
-                "version of this one); use a new --out or delete it"
+                f"version of this one): {shown} would compute something else; use a new --out "
+                "or delete it"
             )
         return True
-    # what a driver killed while setting the folder up leaves behind is not someone's data
-    leftovers = {GRID_FILE, RECORDS, ".lock"}
+    # what a driver killed while setting the folder up (or one setting it up right now)
+    # leaves there is not someone's data: the grid file, the lock, temp files
+    leftovers = {GRID_FILE, RECORDS}
     if out_dir.is_dir() and (
-        any(p.name not in leftovers for p in out_dir.iterdir()) or read_records(out_dir)
+        any(p.name not in leftovers and not p.name.startswith(".") for p in out_dir.iterdir())
+        or read_records(out_dir)
     ):
         raise BadGrid(
             f"out folder {str(out_dir)!r} is not empty and holds no grid results; use a new --out"
@@ -92,7 +115,12 @@ def init_out_dir(out_dir: Path, spec: dict, runs: list[Run]) -> None:
     )
     atomic_write_json(
         out_dir / FINGERPRINT,
-        {"grid": spec["name"], "fingerprint": fingerprint(spec["name"], runs), "runs": len(runs)},
+        {
+            "grid": spec["name"],
+            "fingerprint": fingerprint(spec["name"], runs),
+            "runs": len(runs),
+            "run_digests": {r.run_id: r.digest for r in runs},
+        },
     )
 
 

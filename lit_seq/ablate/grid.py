@@ -8,6 +8,8 @@ words, and each run learns the registry names of its task and backbone here.
 """
 
 import dataclasses
+import hashlib
+import json
 from pathlib import Path
 
 from lit_seq.ablate.common import BadGrid
@@ -15,6 +17,21 @@ from lit_seq.ablate.spec import Run, config_file, expand, load_spec
 from lit_seq.fit import BadInput, check_config
 
 SEED_ARGS = ("--seed_everything=", "--data.init_args.seed=")  # what differs between seeds
+# not what a run computes: where it writes, how it is logged, and what the machine decides
+# (precision and device follow the hardware), so a grid can resume on another machine
+NOT_COMPUTED = ("config", "run_dir", "ckpt_path", "wandb", "wandb_project", "wandb_group")
+NOT_COMPUTED_TRAINER = ("accelerator", "devices", "precision")
+
+
+def config_digest(config) -> str:
+    """A hash of a parsed fit configuration's contents: what the run will compute."""
+    content = config.clone().as_dict()
+    for key in (*NOT_COMPUTED, "wandb_tags"):
+        content.pop(key, None)
+    for key in NOT_COMPUTED_TRAINER:
+        content.get("trainer", {}).pop(key, None)
+    text = json.dumps(content, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def cell_args(run: Run) -> list[str]:
@@ -24,8 +41,10 @@ def cell_args(run: Run) -> list[str]:
 
 
 def check_cells(runs: list[Run], where: str) -> list[Run]:
-    """``runs`` with ``task``, ``arch`` and ``cost`` set; BadGrid naming the first cell fit
-    refuses. The cost, optimizer steps x layers, orders the starts (``order``)."""
+    """``runs`` with ``task``, ``arch``, ``cost`` and ``digest`` set; BadGrid naming the first
+    cell fit refuses. The cost, optimizer steps x layers, orders the starts (``order``); the
+    digest, of the cell's resolved configuration and the seed, is the run's identity on resume
+    (``folder.check_out_dir``): an edited base config changes it, a moved checkout does not."""
     built: dict[tuple[str, ...], dict] = {}
     checked = []
     for run in runs:
@@ -42,7 +61,10 @@ def check_cells(runs: list[Run], where: str) -> list[Run]:
             hp, steps = cli.model.hparams, cli.config.trainer.max_steps
             cost = max(1, steps or 1) * max(1, hp.get("n_layers", 1))
             built[key] = {"task": cli.datamodule.name, "arch": hp.arch, "cost": float(cost)}
-        checked.append(dataclasses.replace(run, **built[key]))
+            built[key]["digest"] = config_digest(cli.config)
+        cell = built[key]
+        digest = hashlib.sha256(f"{cell['digest']}:{run.seed}".encode()).hexdigest()[:16]
+        checked.append(dataclasses.replace(run, **{**cell, "digest": digest}))
     return checked
 
 

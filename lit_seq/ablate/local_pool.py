@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections import deque
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
@@ -23,7 +24,7 @@ from lit_seq.ablate.jobs import GridJob, OnRecord, OnStart
 from lit_seq.ablate.run_one import failed_record, run_and_record
 from lit_seq.ablate.spec import Run
 from lit_seq.record import RunRecord, read_record, record_path, write_record
-from lit_seq.runtime import QUIET_OPENMP, cpu_count, gpu_devices, use_threads
+from lit_seq.runtime import QUIET_OPENMP, cpu_count, disk_full, gpu_devices, use_threads
 
 # Workers that die before taking any run consume nothing, so a machine where workers cannot
 # start at all (a broken install, no memory) would restart them forever. After this many
@@ -78,7 +79,13 @@ def worker_main(spec: WorkerSpec) -> None:
             return
         if run is None:
             return
-        spec.conn.send(run_and_record(run, spec.job, worker=name))
+        try:
+            record = run_and_record(run, spec.job, worker=name)
+        except Exception:  # the record could not be written: the driver records the run lost
+            if not disk_full(spec.job.out_dir):  # a full disk is the driver's one line to say
+                traceback.print_exc()
+            os._exit(1)
+        spec.conn.send(record)
 
 
 @dataclass

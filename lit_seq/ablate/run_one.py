@@ -3,7 +3,8 @@
 :func:`execute_run` is what every executor runs for a run (a local worker, a Ray task): it
 returns the run's :class:`~lit_seq.record.RunRecord` and never raises. A run that fails
 (bad config, NaN loss) is a failed record with the error as one line; a W&B failure is
-handled inside the fit (it goes on without W&B) and only shows as the record's warning.
+handled inside the fit (offline instead of online, or no W&B) and shows as the record's
+warning.
 :func:`run_and_record` adds the run's log file and writes the record, so a result is on
 disk before anyone is told about it.
 """
@@ -94,7 +95,7 @@ def execute_run(run: Run, job: GridJob, worker: str = "") -> RunRecord:
     try:
         result = fit.cli_main(run_args(run, job))
         error = _diverged(result.metrics)
-        warning = f"W&B failed, the run went on without it: {result.wandb_error}"
+        warning = f"W&B: {result.wandb_error}"
         record = dataclasses.replace(
             record,
             **result.to_json(),

@@ -50,6 +50,7 @@ class Run:
     task: str = ""  # the registry names of its task and backbone
     arch: str = ""
     cost: float = 1.0  # optimizer steps x layers: a run's relative length
+    digest: str = ""  # hash of its resolved configuration and seed: what it computes
 
     def __hash__(self) -> int:  # axes is a dict, so the generated hash would fail
         return hash(self.run_id)

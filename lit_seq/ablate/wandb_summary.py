@@ -28,7 +28,7 @@ def log_summary(
     try:
         import wandb
 
-        from lit_seq.tracking import wandb_run_path
+        from lit_seq.tracking import WANDB_INIT_TIMEOUT_S, wandb_run_path
 
         run = wandb.init(
             project=project,
@@ -38,6 +38,8 @@ def log_summary(
             mode=mode,
             dir=str(out_dir),
             config=config,
+            # without a reachable server wandb.init would wait its default 90 s
+            settings=wandb.Settings(init_timeout=WANDB_INIT_TIMEOUT_S),
         )
         try:
             # W&B tables want plain values: NaN -> None, everything else as is

@@ -11,14 +11,24 @@ from lit_seq.results.tables import aggregate_table, print_aggregate, runs_table,
 
 
 class NoRecords(ValueError):
-    """The folder holds no run records: there is nothing to report."""
+    """The folder holds no run records, or some cannot be read: no report to trust."""
 
 
 def build_report(
     out_dir: Path, console: Console | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
-    """Write the tables and plots of ``out_dir``, print the summary; (runs, aggregate, plots)."""
-    records = list(read_records(out_dir).values())
+    """Write the tables and plots of ``out_dir``, print the summary; (runs, aggregate, plots).
+
+    NoRecords if there is no record, or if any record cannot be read.
+    """
+    unreadable: list[Path] = []
+    records = list(read_records(out_dir, unreadable).values())
+    if unreadable:  # a table silently short of a seed would misreport its cell
+        names = ", ".join(p.name for p in unreadable[:3])
+        raise NoRecords(
+            f"{len(unreadable)} record(s) in {str(Path(out_dir) / RECORDS)!r} cannot be read "
+            f"({names}); delete them and re-run the grid (their runs run again), then report"
+        )
     if not records:
         raise NoRecords(f"{str(out_dir)!r} holds no run records ({RECORDS}/*.json)")
     runs = runs_table(records)

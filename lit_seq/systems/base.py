@@ -89,6 +89,12 @@ class SequenceSystem(L.LightningModule):
         check_float("lr", lr, 0.0, low_open=True)
         check_float("weight_decay", weight_decay, 0.0)
         check_int("warmup_steps", warmup_steps, 0)
+        if arch != "transformer" and (pos_mode != "sinusoidal" or not residual):
+            # an ablation of something the backbone does not have would be a silent no-op
+            field, value = (
+                ("pos_mode", pos_mode) if pos_mode != "sinusoidal" else ("residual", False)
+            )
+            raise ValueError(f"{field}={value!r} only applies to arch='transformer', not {arch!r}")
         # collects the subclass's arguments too: it walks up the chain of __init__ frames
         self.save_hyperparameters()
         self.val_metrics = self.build_metrics().clone(prefix="val/")

@@ -1,0 +1,123 @@
+"""A grid folder is never mixed, never touched by a refused driver, never reported short."""
+
+import fcntl
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lit_seq.ablate.__main__ import main
+from lit_seq.ablate.folder import FINGERPRINT, check_out_dir, init_out_dir
+from lit_seq.ablate.grid import load_grid
+from lit_seq.report import main as report_main
+from lit_seq.results.report import NoRecords, build_report
+from tests.helpers import REPO, SMOKE, driver, write_grid
+
+
+def _grid_with_own_base(tmp_path: Path, d_model: int) -> Path:
+    base = tmp_path / "base.yaml"
+    text = (REPO / "configs" / "echo" / "rnn.yaml").read_text()
+    base.write_text(text.replace("d_model: 32", f"d_model: {d_model}"))
+    grid = tmp_path / "own.yaml"
+    grid.write_text(f"name: own\nseeds: [0, 1]\nblocks:\n- {{name: b, config: {base}}}\n")
+    return grid
+
+
+def test_editing_a_base_config_changes_the_runs_identity_and_the_resume_is_refused(tmp_path):
+    # the reported repro: same ids and arguments, other contents; a resume must not mix them
+    grid = _grid_with_own_base(tmp_path, d_model=32)
+    out = tmp_path / "out"
+    spec, runs = load_grid(grid)
+    init_out_dir(out, spec, runs)
+    assert check_out_dir(out, "own", runs)  # the same grid: resumable
+
+    edited = _grid_with_own_base(tmp_path, d_model=8)
+    _, edited_runs = load_grid(edited)
+    assert [r.run_id for r in edited_runs] == [r.run_id for r in runs]
+    assert [r.overrides for r in edited_runs] == [r.overrides for r in runs]
+    with pytest.raises(ValueError, match=r"b__seed=0, b__seed=1 would compute something else"):
+        check_out_dir(out, "own", edited_runs)
+
+
+def test_a_folder_from_before_run_digests_is_still_checked_by_its_fingerprint(tmp_path):
+    spec, runs = load_grid(SMOKE)
+    out = tmp_path / "out"
+    init_out_dir(out, spec, runs)
+    marker = json.loads((out / FINGERPRINT).read_text())
+    del marker["run_digests"]  # as an older lit_seq wrote it
+    (out / FINGERPRINT).write_text(json.dumps(marker))
+    assert check_out_dir(out, spec["name"], runs)
+    with pytest.raises(ValueError, match="made by a different grid"):
+        check_out_dir(out, spec["name"], runs[:-1])
+
+
+def test_a_truncated_fingerprint_is_named_in_one_line(tmp_path):
+    spec, runs = load_grid(SMOKE)
+    out = tmp_path / "out"
+    init_out_dir(out, spec, runs)
+    (out / FINGERPRINT).write_text('{"grid": "sm')
+    with pytest.raises(ValueError, match="fingerprint.json' is unreadable"):
+        check_out_dir(out, spec["name"], runs)
+
+
+def test_a_driver_refused_for_a_folder_in_use_changes_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    spec, runs = load_grid(SMOKE)
+    init_out_dir(out, spec, runs)
+    planted = out / "records" / ".smoke_run.json.tmp"  # the running driver's in-flight record
+    planted.write_text("half")
+    with open(out / ".lock", "a") as held:  # the running driver's lock
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        before = sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*"))
+        assert main([str(SMOKE), "--out", str(out), "--wandb", "off"]) == 2
+    assert "is in use by another lit_seq.ablate" in capsys.readouterr().err
+    assert planted.read_text() == "half"
+    assert sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*")) == before
+
+
+def test_report_refuses_a_folder_with_an_unreadable_record(tmp_path, capsys):
+    out = tmp_path / "out"
+    (out / "records").mkdir(parents=True)
+    (out / "records" / "a__seed=0.json").write_text('{"run_id": "a__seed=0", "status": "ok"}')
+    (out / "records" / "a__seed=1.json").write_text('{"run_id": "a__se')  # truncated
+    with pytest.raises(NoRecords, match=r"1 record\(s\) .* cannot be read \(a__seed=1.json\)"):
+        build_report(out)
+    assert report_main([str(out)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not (out / "runs.csv").exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 3 MB filesystem of its own (tmpfs; needs root, as CI has), unmounted afterwards."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)]).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)])
+
+
+@pytest.mark.integration
+def test_a_full_disk_stops_a_grid_in_one_line_and_the_rerun_resumes(small_disk, tmp_path):
+    grid = write_grid(
+        tmp_path, "full", "seeds: [0, 1, 2]\nblocks:\n- {axes: {task: [echo], arch: [rnn]}}\n"
+    )
+    out = small_disk / "out"
+    filler = small_disk / "filler"
+    filler.write_bytes(b"x" * (3 * 1024 * 1024 - 64 * 1024))  # 64 KB left: no room for a run
+    result = driver(grid, "--out", out, "--wandb", "off")
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines() == [
+        f"lit_seq.ablate: error: the disk holding {out} is full; free space, then run the "
+        "same command to resume"
+    ]
+    for record in (out / "records").glob("*.json"):  # whatever is there is whole
+        json.loads(record.read_text())
+    filler.unlink()
+    shutil.rmtree(out / "logs", ignore_errors=True)
+    result = driver(grid, "--out", out, "--wandb", "off")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len(list((out / "records").glob("*.json"))) == 3
