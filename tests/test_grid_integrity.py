@@ -4,6 +4,7 @@ import fcntl
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,28 @@ def test_a_full_disk_stops_a_grid_in_one_line_and_the_rerun_resumes(small_disk, 
     result = driver(grid, "--out", out, "--wandb", "off")
     assert result.returncode == 0, result.stderr[-2000:]
     assert len(list((out / "records").glob("*.json"))) == 3
+
+
+@pytest.mark.integration
+def test_two_drivers_started_at_once_give_one_grid_and_one_clear_in_use(tmp_path):
+    grid = write_grid(
+        tmp_path, "twice", "seeds: [0, 1, 2, 3]\nblocks:\n- {axes: {task: [echo], arch: [rnn]}}\n"
+    )
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "lit_seq.ablate", str(grid), "--out", str(out)]
+    procs = [
+        subprocess.Popen(
+            [*command, "--wandb", "off"],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    results = [(p.wait(timeout=300), *p.communicate()) for p in procs]
+    codes = sorted(code for code, _, _ in results)
+    errors = [err for code, _, err in results if code == 2]
+    assert codes == [0, 2], results
+    assert errors[0].strip().endswith("is in use by another lit_seq.ablate"), errors
+    assert len(list((out / "records").glob("*.json"))) == 4

@@ -11,7 +11,7 @@ from typing import ClassVar
 import lightning as L
 import torch
 from torch import Tensor
-from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, SequentialSampler
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from lit_seq.checks import check_int
 
@@ -50,24 +50,114 @@ class TensorDictDataset(Dataset):
         return {name: t[idx] for name, t in self.tensors.items()}
 
 
+class EpochBatches(Sampler[list[int]]):
+    """Batches of indices whose order is a pure function of (seed, epoch), resumable mid-epoch.
+
+    Epoch ``e`` is the ``(e + 1)``-th permutation drawn from a generator seeded with ``seed``
+    (what a seeded ``RandomSampler`` gives over successive epochs), so any epoch's order can
+    be rebuilt in a fresh process: a resumed fit must not replay epoch 0 from the start.
+    Lightning calls :meth:`set_epoch` as each epoch starts; without it (a hand-written loop)
+    each new pass is the next epoch. :meth:`state_dict` is the running epoch and how many of
+    its batches were handed out; after :meth:`load_state_dict` the pass over that epoch skips
+    them, so a fit resumed mid-epoch trains on exactly the batches an uninterrupted one would.
+    The position is read while a pass is suspended, which is exact because Lightning fetches
+    no batch ahead from a loader of known length.
+
+    Args:
+        n: examples in the dataset.
+        batch_size: examples per batch; the last batch may be smaller.
+        shuffle: shuffle each epoch (else the natural order, every epoch).
+        seed: seed of the shuffle.
+    """
+
+    def __init__(self, n: int, batch_size: int, shuffle: bool, seed: int) -> None:
+        self.n, self.batch_size, self.shuffle, self.seed = n, batch_size, shuffle, seed
+        self.epoch = 0
+        self._epoch_given = False  # set_epoch was called since the last pass began
+        self._passes = 0
+        self._position = (0, 0)  # (epoch, batches handed out) of the running pass
+        self._skip = (-1, 0)  # (epoch, batches) already trained, from a checkpoint
+        self._generator: torch.Generator | None = None
+        self._drawn = (-1, None)  # (epoch, order) last drawn from the generator
+
+    def __len__(self) -> int:
+        return -(-self.n // self.batch_size)
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+        self._epoch_given = True
+
+    def order(self, epoch: int) -> Tensor:
+        """The indices of ``epoch`` in the order they are handed out."""
+        if not self.shuffle:
+            return torch.arange(self.n)
+        drawn_epoch, order = self._drawn
+        if self._generator is None or drawn_epoch > epoch:  # only ever drawn forwards
+            self._generator = torch.Generator().manual_seed(self.seed)
+            drawn_epoch = -1
+        while drawn_epoch < epoch:  # one permutation per epoch: cheap, even far ahead
+            order = torch.randperm(self.n, generator=self._generator)
+            drawn_epoch += 1
+        self._drawn = (epoch, order)
+        return order
+
+    def __iter__(self):
+        # a generator: this runs at the first batch, after Lightning's set_epoch for the epoch
+        if self._passes and not self._epoch_given:
+            self.epoch += 1
+        self._passes += 1
+        self._epoch_given = False
+        epoch = self.epoch
+        done = self._skip[1] if self._skip[0] == epoch else 0
+        self._skip = (-1, 0)
+        order = self.order(epoch).tolist()
+        for start in range(done * self.batch_size, self.n, self.batch_size):
+            done += 1
+            self._position = (epoch, done)
+            yield order[start : start + self.batch_size]
+
+    def state_dict(self) -> dict[str, int]:
+        epoch, batches = self._position if self._passes else (self.epoch, 0)
+        return {"epoch": epoch, "batches": batches}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        epoch, batches = int(state["epoch"]), int(state["batches"])
+        if batches >= len(self):  # the epoch was finished: the next one starts afresh
+            epoch, batches = epoch + 1, 0
+        self.set_epoch(epoch)
+        self._skip = (epoch, batches)
+
+
+class ResumableLoader(DataLoader):
+    """A DataLoader whose position Lightning saves in every checkpoint and restores on resume.
+
+    Lightning does so for any train loader with ``state_dict`` / ``load_state_dict``; the
+    position is that of the :class:`EpochBatches` it draws from.
+    """
+
+    def state_dict(self) -> dict[str, int]:
+        return self.sampler.state_dict()
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.sampler.load_state_dict(state)
+
+
 def batch_loader(dataset: Dataset, batch_size: int, shuffle: bool, seed: int) -> DataLoader:
     """A DataLoader that yields whole batches by indexing `dataset` with a list of indices.
 
     The data lives in memory and one fancy-index builds a batch, so worker processes would only
     add start-up and inter-process copy cost: `num_workers=0`. `batch_size=None` turns off the
-    DataLoader's own batching because the BatchSampler already hands over a list of indices.
-    Shuffling draws from a private generator seeded by `seed`: the order is reproducible and the
-    global RNG is left alone. The DataLoader gets its own generator too, because each new
-    iterator otherwise draws its worker base seed from the global RNG, even with no workers.
-    The last batch may be smaller (`drop_last=False`).
+    DataLoader's own batching because the sampler (:class:`EpochBatches`) already hands over
+    a list of indices. Shuffling draws from a private generator seeded by `seed`: the order is
+    reproducible, resumable and the global RNG is left alone. The DataLoader gets its own
+    generator too, because each new iterator otherwise draws its worker base seed from the
+    global RNG, even with no workers. The last batch may be smaller (`drop_last=False`).
     """
-    if shuffle:
-        sampler = RandomSampler(dataset, generator=torch.Generator().manual_seed(seed))
-    else:
-        sampler = SequentialSampler(dataset)
-    batches = BatchSampler(sampler, batch_size, drop_last=False)
+    batches = EpochBatches(len(dataset), batch_size, shuffle, seed)
     own_rng = torch.Generator().manual_seed(seed)
-    return DataLoader(dataset, batch_size=None, sampler=batches, num_workers=0, generator=own_rng)
+    return ResumableLoader(
+        dataset, batch_size=None, sampler=batches, num_workers=0, generator=own_rng
+    )
 
 
 class SyntheticDataModule(L.LightningDataModule):
