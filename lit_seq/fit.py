@@ -33,7 +33,7 @@ from lit_seq.record import METRICS_FILE, FitResult
 from lit_seq.safe_yaml import YamlError, load_yaml
 from lit_seq.summary import print_metrics
 from lit_seq.systems import SYSTEMS, SequenceSystem
-from lit_seq.tracking import WANDB_MODES, resolve_wandb_mode
+from lit_seq.tracking import WANDB_MODES, WANDB_TAG_LIMIT, resolve_wandb_mode
 from lit_seq.trainer_checks import PRECISIONS, check_trainer
 from lit_seq.wandb_logger import GuardedWandbLogger, start_wandb_logger
 
@@ -95,6 +95,11 @@ class LitSeqCLI(LightningCLI):
         if not isinstance(seed, bool):  # true: Lightning picks a seed
             _checked(lambda: check_int("seed_everything", seed, 0, 2**32 - 1))
         _checked(lambda: check_trainer(self.config.trainer))
+        if long := [t for t in self.config.wandb_tags if len(t) > WANDB_TAG_LIMIT]:
+            raise BadInput(
+                f"wandb_tags: {long[0]!r} is {len(long[0])} characters; W&B takes at most "
+                f"{WANDB_TAG_LIMIT}"
+            )
 
     def before_instantiate_classes(self) -> None:
         self.wandb_mode = _checked(lambda: resolve_wandb_mode(self.config.wandb))

@@ -12,6 +12,7 @@ from pathlib import Path
 from lit_seq.checks import check_choice
 
 WANDB_MODES = ("auto", "online", "offline", "off")
+WANDB_TAG_LIMIT = 64  # characters: W&B refuses a longer tag
 
 # How long ``wandb.init`` may wait for the W&B server (wandb's ``init_timeout`` setting).
 # wandb's own default is 90 s, and without a network it uses all of it (more where

@@ -26,6 +26,7 @@ from lit_seq.ablate.jobs import GridJob
 from lit_seq.ablate.spec import Run, config_file
 from lit_seq.errors import error_line
 from lit_seq.record import RunRecord, format_value, write_record
+from lit_seq.tracking import WANDB_TAG_LIMIT
 
 LOGS = "logs"
 # the driver owns the console; each run's own output goes to logs/<run_id>.log
@@ -34,8 +35,8 @@ GRID_FLAGS = ("--trainer.enable_progress_bar=false", "--trainer.enable_model_sum
 
 def run_args(run: Run, job: GridJob) -> list[str]:
     """The ``lit_seq.fit`` arguments of ``run``: base config, run folder, W&B, overrides."""
-    tags = [f"{k}={format_value(v)}"[:64] for k, v in run.axes.items()]  # W&B caps tags at 64
-    tags += [f"block={run.block}"[:64], f"seed={run.seed}"]
+    tags = [f"{k}={format_value(v)}" for k, v in run.axes.items()]
+    tags = [t[:WANDB_TAG_LIMIT] for t in [*tags, f"block={run.block}", f"seed={run.seed}"]]
     return [
         "--config",
         str(config_file(run.config)),

@@ -1,0 +1,351 @@
+"""Checkpoints a fit resumes from exactly, written so that a kill never spoils one.
+
+- :class:`AtomicCheckpointIO` writes every checkpoint beside its target, fsyncs it and
+  renames it into place (then fsyncs the folder): a reader, a resume included, finds the
+  old file or the new one, never half of one, on any local filesystem. Loads are
+  ``weights_only`` (tensors and plain values, no code unpickled).
+- :func:`read_checkpoint`, :func:`check_fits` and :func:`resume_checkpoint` are what a fit
+  checks before it resumes: the file is there, is a training checkpoint, fits the model; a
+  run's unreadable ``last.ckpt`` gives way to its newest readable checkpoint.
+- :class:`ResumeState` saves what Lightning's checkpoint leaves out of an exact resume, the
+  RNG states, and flushes the CSV log first, so every row logged before a checkpoint is on
+  disk whenever the checkpoint is; :class:`RunCSVLogger` continues that log on resume
+  instead of deleting it; :class:`RunCheckpoint` is a ModelCheckpoint whose state follows a
+  run folder that was moved.
+
+Errors are :class:`CheckpointError`, one line naming the file and what is wrong with it.
+"""
+
+import contextlib
+import csv
+import io
+import os
+import random
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import lightning as L
+import numpy as np
+import torch
+from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger
+from lightning.pytorch.loggers.csv_logs import ExperimentWriter
+from lightning.pytorch.loggers.logger import rank_zero_experiment
+
+from lit_seq.io import atomic_write_text, new_file_mode
+
+CHECKPOINTS = "checkpoints"  # in a run folder
+LAST = "last.ckpt"
+# what a checkpoint needs to continue training (a weights-only one holds state_dict alone)
+TRAINING_KEYS = ("state_dict", "global_step", "loops", "optimizer_states")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be resumed from, as one line naming the file."""
+
+
+# ---- writing and loading ---------------------------------------------------------------
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (filesystems that cannot fsync a folder: skipped)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """``torch.save`` to a temp file beside the target, fsync, rename; ``weights_only`` loads.
+
+    Lightning's own write goes through an fsspec transaction, which for a local path is a
+    temp file elsewhere moved into place: a copy, not a rename, when that is another
+    filesystem, so a kill mid-move can leave a truncated checkpoint.
+    """
+
+    def save_checkpoint(self, checkpoint: dict, path, storage_options=None) -> None:
+        if storage_options is not None:
+            raise TypeError(f"{type(self).__name__} takes no storage_options")
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                os.fchmod(handle.fileno(), new_file_mode())
+                torch.save(checkpoint, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        _fsync_folder(path.parent)
+
+    def load_checkpoint(self, path, map_location=None, weights_only: bool | None = True) -> dict:
+        return super().load_checkpoint(
+            path,
+            map_location=map_location or (lambda storage, loc: storage),
+            weights_only=True if weights_only is None else weights_only,
+        )
+
+
+def discard_partial_writes(run_dir: Path) -> None:
+    """Delete the temp files of checkpoint writes that a kill cut short."""
+    for stale in Path(run_dir, CHECKPOINTS).glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
+
+
+def read_checkpoint(path: Path) -> dict:
+    """The training checkpoint at ``path`` (tensors and plain values only); else CheckpointError."""
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"ckpt_path={str(path)!r} does not exist")
+    if not path.is_file():
+        raise CheckpointError(f"ckpt_path={str(path)!r} is not a file")
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"ckpt_path={str(path)!r} is not a checkpoint: the file is empty")
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # torch names no common type: zip, pickle, EOF, size errors
+        reason = " ".join(str(err).split())[:160] or type(err).__name__
+        raise CheckpointError(
+            f"ckpt_path={str(path)!r} is not a readable checkpoint ({reason})"
+        ) from None
+    missing = [k for k in TRAINING_KEYS if not isinstance(checkpoint, dict) or k not in checkpoint]
+    if missing:
+        raise CheckpointError(
+            f"ckpt_path={str(path)!r} is not a training checkpoint of lit_seq.fit "
+            f"(no {', '.join(missing)})"
+        )
+    return checkpoint
+
+
+def _names(keys: list[str], limit: int = 3) -> str:
+    more = f" (+{len(keys) - limit} more)" if len(keys) > limit else ""
+    return ", ".join(keys[:limit]) + more
+
+
+def check_fits(checkpoint: dict, model: torch.nn.Module, path: Path) -> None:
+    """CheckpointError naming the parameters that differ unless ``checkpoint`` fits ``model``."""
+    theirs, ours = checkpoint["state_dict"], model.state_dict()
+    missing = [k for k in ours if k not in theirs]
+    unexpected = [k for k in theirs if k not in ours]
+    reshaped = [
+        f"{k} {tuple(theirs[k].shape)} there, {tuple(ours[k].shape)} here"
+        for k in ours
+        if k in theirs and tuple(getattr(theirs[k], "shape", ())) != tuple(ours[k].shape)
+    ]
+    problems = []
+    if missing:
+        problems.append(f"missing {_names(missing)}")
+    if unexpected:
+        problems.append(f"unexpected {_names(unexpected)}")
+    if reshaped:
+        problems.append(f"shapes differ: {_names(reshaped, 2)}")
+    if problems:
+        raise CheckpointError(
+            f"ckpt_path={str(path)!r} is a checkpoint of another model: {'; '.join(problems)}"
+        )
+
+
+@dataclass
+class Resume:
+    """The checkpoint a fit resumes from, and why it is not the one asked for (if it is not)."""
+
+    path: Path
+    checkpoint: dict
+    note: str = ""
+
+    @property
+    def step(self) -> int:
+        return int(self.checkpoint["global_step"])
+
+
+def resume_checkpoint(run_dir: Path) -> Resume:
+    """What ``--ckpt_path last`` resumes ``run_dir`` from: ``checkpoints/last.ckpt``, or when
+    that is unreadable the readable checkpoint of the highest step there (with a note saying
+    so). CheckpointError when the run has nothing to resume: never a silent fresh start."""
+    folder = Path(run_dir) / CHECKPOINTS
+    last = folder / LAST
+    try:
+        return Resume(last, read_checkpoint(last))
+    except CheckpointError as err:
+        why_not_last = str(err)
+    steps = []
+    for path in sorted(folder.glob("[!.]*.ckpt")) if folder.is_dir() else []:
+        if path == last:
+            continue
+        with contextlib.suppress(CheckpointError, OSError):
+            steps.append((int(read_checkpoint(path)["global_step"]), path.stat().st_mtime, path))
+    if not steps:
+        raise CheckpointError(
+            f"run_dir={str(run_dir)!r} has nothing to resume: {why_not_last}, and no other "
+            f"readable checkpoint is in {CHECKPOINTS}/; start it without --ckpt_path"
+        )
+    step, _, path = max(steps)
+    note = f"{why_not_last}; resuming from {path.name} (step {step}), the newest readable one"
+    return Resume(path, read_checkpoint(path), note)
+
+
+# ---- what an exact resume needs beyond Lightning's checkpoint --------------------------
+
+
+def _rng_states() -> dict:
+    """Every RNG a step may draw from, as tensors and plain values (``weights_only``-safe)."""
+    name, keys, position, has_gauss, gauss = np.random.get_state()
+    states = {
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "numpy": (name, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, gauss),
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def _set_rng_states(states: dict) -> None:
+    torch.set_rng_state(states["torch"])
+    version, internal, gauss = states["python"]
+    random.setstate((version, tuple(internal), gauss))
+    name, keys, position, has_gauss, cached = states["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), position, has_gauss, cached))
+    if "cuda" in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
+
+
+class ResumeState(L.Callback):
+    """Saves the RNG states with every checkpoint and restores them as a resumed fit starts
+    training (after everything that draws at set-up), so dropout masks continue as they
+    would have. Before each checkpoint it flushes the CSV log, which otherwise writes only
+    every 100 steps: the rows a resume keeps are then on disk whenever the checkpoint is."""
+
+    def __init__(self) -> None:
+        self._restore: dict | None = None
+
+    def state_dict(self) -> dict:
+        return {"rng": _rng_states()}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self._restore = state_dict.get("rng")
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self._restore is not None:
+            _set_rng_states(self._restore)
+            self._restore = None
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module, checkpoint: dict) -> None:
+        for logger in trainer.loggers:
+            if isinstance(logger, CSVLogger):
+                logger.save()
+
+
+class RunCheckpoint(ModelCheckpoint):
+    """ModelCheckpoint of a run folder that may have moved since its checkpoints were saved.
+
+    Lightning drops the best score and the last path it restores when the checkpoint folder
+    has another path than when it saved (then writes ``last-v1.ckpt`` beside a stale
+    ``last.ckpt``). When this folder holds the files the state names, they are taken as
+    its own. The state key stays ModelCheckpoint's, so older checkpoints restore too.
+    """
+
+    @property
+    def state_key(self) -> str:
+        return super().state_key.replace(type(self).__qualname__, "ModelCheckpoint", 1)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        old, new = state_dict.get("dirpath"), self.dirpath
+        best = state_dict.get("best_model_path")
+        if old and new and old != new and (not best or Path(new, Path(best).name).is_file()):
+            state_dict = _moved(state_dict, new)
+        super().load_state_dict(state_dict)
+
+
+def _moved(state: dict, folder: str) -> dict:
+    """ModelCheckpoint ``state`` with its file paths in ``folder`` (same file names)."""
+
+    def here(path: str | None) -> str | None:
+        return str(Path(folder, Path(path).name)) if path else path
+
+    paths = ("best_model_path", "kth_best_model_path", "last_model_path")
+    return {
+        **state,
+        "dirpath": folder,
+        **{key: here(state.get(key)) for key in paths if key in state},
+        "best_k_models": {here(p): v for p, v in (state.get("best_k_models") or {}).items()},
+    }
+
+
+# ---- the CSV log across resumes ----------------------------------------------------------
+
+
+def _step(row: dict) -> int | None:
+    """The step of a complete CSV row, None for a row a kill cut short."""
+    if None in row or None in row.values():
+        return None
+    try:
+        return int(float(row.get("step") or "nan"))
+    except ValueError:
+        return None
+
+
+def _write_rows(path: Path, fieldnames: list[str], rows: list[dict]) -> None:
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=fieldnames)
+    writer.writeheader()
+    writer.writerows(rows)
+    atomic_write_text(path, text.getvalue())
+
+
+class _ContinuedWriter(ExperimentWriter):
+    """Lightning's CSV writer, keeping the rows of steps before ``resume_step`` on resume."""
+
+    def __init__(self, log_dir: str, resume_step: int | None) -> None:
+        self._resume_step = resume_step
+        super().__init__(log_dir=log_dir)
+
+    def _check_log_dir_exists(self) -> None:
+        path = Path(self.metrics_file_path)
+        if self._resume_step is None or not path.is_file():
+            super()._check_log_dir_exists()  # a fresh fit: a fresh log
+            return
+        with open(path, newline="") as handle:
+            reader = csv.DictReader(handle)
+            rows = [r for r in reader if (s := _step(r)) is not None and s < self._resume_step]
+            header = list(reader.fieldnames or [])
+        if not header:  # an empty file: nothing to keep
+            path.unlink()
+            return
+        self.metrics_keys = header
+        _write_rows(path, header, rows)
+
+    def _rewrite_with_new_header(self, fieldnames: list[str]) -> None:
+        # Lightning truncates the file and writes it again: a kill then would lose the log
+        with open(self.metrics_file_path, newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        _write_rows(Path(self.metrics_file_path), fieldnames, rows)
+
+
+class RunCSVLogger(CSVLogger):
+    """``metrics.csv`` in the run folder, continued by a resumed fit.
+
+    Lightning's CSVLogger deletes the ``metrics.csv`` it starts in. Resumed from a
+    checkpoint of step ``resume_step``, this one keeps the rows of the steps before it (all
+    on disk: :class:`ResumeState` flushed them with the checkpoint) and drops the later ones,
+    which the resumed fit logs again, so no step appears twice.
+    """
+
+    def __init__(self, run_dir: Path, resume_step: int | None = None) -> None:
+        super().__init__(run_dir, name="", version="")
+        self.resume_step = resume_step
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> ExperimentWriter:
+        if self._experiment is None:
+            self._fs.makedirs(self.root_dir, exist_ok=True)
+            self._experiment = _ContinuedWriter(self.log_dir, self.resume_step)
+        return self._experiment
