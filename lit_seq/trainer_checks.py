@@ -38,7 +38,8 @@ def check_trainer(trainer) -> None:
     interval = trainer.get("val_check_interval")
     if isinstance(interval, int) and not isinstance(interval, bool):
         check_int("trainer.val_check_interval", interval, 1, allowed=">= 1 (steps) or a fraction")
-        if max_steps and max_steps > 0 and interval > max_steps:
+        validates = trainer.get("limit_val_batches") != 0  # 0: validation off on purpose
+        if validates and max_steps and max_steps > 0 and interval > max_steps:
             raise ValueError(
                 f"trainer.val_check_interval={interval} is longer than trainer.max_steps="
                 f"{max_steps}: the run would never validate (and keep no best checkpoint)"
