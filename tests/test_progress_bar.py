@@ -19,9 +19,11 @@ class CountingBar(ThrottledRichProgressBar):
         super().__init__(**kwargs)
         self.updates: list[dict] = []
 
-    def _update_metrics(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        super()._update_metrics(trainer, pl_module)
-        self.updates.append((trainer.global_step, dict(self.get_metrics(trainer, pl_module))))
+    def get_metrics(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict:
+        # the public hook every redraw of the bar's metrics goes through
+        metrics = super().get_metrics(trainer, pl_module)
+        self.updates.append((trainer.global_step, dict(metrics)))
+        return metrics
 
 
 def _fit_with_bar(tmp_path, bar: CountingBar, steps: int) -> None:
