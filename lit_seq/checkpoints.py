@@ -62,9 +62,10 @@ def _fsync_folder(folder: Path) -> None:
 class AtomicCheckpointIO(TorchCheckpointIO):
     """``torch.save`` to a temp file beside the target, fsync, rename; ``weights_only`` loads.
 
-    Lightning's own write goes through an fsspec transaction, which for a local path is a
-    temp file elsewhere moved into place: a copy, not a rename, when that is another
-    filesystem, so a kill mid-move can leave a truncated checkpoint.
+    Lightning's own write goes through an fsspec transaction, which for a local path writes
+    a temp file in the system's temp folder and moves it into place without an fsync: a
+    copy, not a rename, when that is another filesystem, so a kill mid-copy (or a crash
+    before the data reached the disk) can leave a truncated checkpoint.
     """
 
     def save_checkpoint(self, checkpoint: dict, path, storage_options=None) -> None:
@@ -72,11 +73,15 @@ class AtomicCheckpointIO(TorchCheckpointIO):
             raise TypeError(f"{type(self).__name__} takes no storage_options")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
+        # serialised first, as Lightning does: a full disk is then an OSError (ENOSPC) of the
+        # write, not torch's "PytorchStreamWriter failed"
+        data = io.BytesIO()
+        torch.save(checkpoint, data)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as handle:
                 os.fchmod(handle.fileno(), new_file_mode())
-                torch.save(checkpoint, handle)
+                handle.write(data.getbuffer())
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, path)
@@ -157,38 +162,49 @@ class Resume:
     """The checkpoint a fit resumes from, and why it is not the one asked for (if it is not)."""
 
     path: Path
-    checkpoint: dict
+    step: int  # its global step
     note: str = ""
 
-    @property
-    def step(self) -> int:
-        return int(self.checkpoint["global_step"])
+
+def checked_checkpoint(path: Path, model: torch.nn.Module, note: str = "") -> Resume:
+    """``path`` as a :class:`Resume` of ``model``; CheckpointError unless it is one."""
+    checkpoint = read_checkpoint(path)
+    check_fits(checkpoint, model, path)
+    return Resume(Path(path), int(checkpoint["global_step"]), note)
 
 
-def resume_checkpoint(run_dir: Path) -> Resume:
+def resume_checkpoint(run_dir: Path, model: torch.nn.Module) -> Resume:
     """What ``--ckpt_path last`` resumes ``run_dir`` from: ``checkpoints/last.ckpt``, or when
-    that is unreadable the readable checkpoint of the highest step there (with a note saying
-    so). CheckpointError when the run has nothing to resume: never a silent fresh start."""
-    folder = Path(run_dir) / CHECKPOINTS
-    last = folder / LAST
+    that one is unreadable the readable checkpoint of the highest step there (with a note
+    saying so). CheckpointError when the run has nothing to resume (never a silent fresh
+    start) or its checkpoint is of another model."""
+    last = Path(run_dir) / CHECKPOINTS / LAST
     try:
-        return Resume(last, read_checkpoint(last))
+        checkpoint = read_checkpoint(last)
     except CheckpointError as err:
-        why_not_last = str(err)
-    steps = []
+        path, step = _newest_readable(Path(run_dir), str(err))
+        note = f"{err}; resuming from {path.name} (step {step}), the newest readable one"
+        return checked_checkpoint(path, model, note)
+    check_fits(checkpoint, model, last)
+    return Resume(last, int(checkpoint["global_step"]))
+
+
+def _newest_readable(run_dir: Path, why_not_last: str) -> tuple[Path, int]:
+    """(path, step) of the readable checkpoint of the highest step besides last.ckpt."""
+    folder = run_dir / CHECKPOINTS
+    found = []
     for path in sorted(folder.glob("[!.]*.ckpt")) if folder.is_dir() else []:
-        if path == last:
+        if path.name == LAST:
             continue
         with contextlib.suppress(CheckpointError, OSError):
-            steps.append((int(read_checkpoint(path)["global_step"]), path.stat().st_mtime, path))
-    if not steps:
+            found.append((int(read_checkpoint(path)["global_step"]), path.stat().st_mtime, path))
+    if not found:
         raise CheckpointError(
             f"run_dir={str(run_dir)!r} has nothing to resume: {why_not_last}, and no other "
             f"readable checkpoint is in {CHECKPOINTS}/; start it without --ckpt_path"
         )
-    step, _, path = max(steps)
-    note = f"{why_not_last}; resuming from {path.name} (step {step}), the newest readable one"
-    return Resume(path, read_checkpoint(path), note)
+    step, _, path = max(found)
+    return path, step
 
 
 # ---- what an exact resume needs beyond Lightning's checkpoint --------------------------
@@ -309,8 +325,10 @@ class _ContinuedWriter(ExperimentWriter):
 
     def _check_log_dir_exists(self) -> None:
         path = Path(self.metrics_file_path)
-        if self._resume_step is None or not path.is_file():
-            super()._check_log_dir_exists()  # a fresh fit: a fresh log
+        if self._resume_step is None:  # a fresh fit, a fresh log (the run folder has its lock)
+            path.unlink(missing_ok=True)
+            return
+        if not path.is_file():
             return
         with open(path, newline="") as handle:
             reader = csv.DictReader(handle)

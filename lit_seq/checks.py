@@ -8,6 +8,10 @@ import math
 from collections.abc import Iterable
 
 
+class BadInput(ValueError):
+    """A configuration problem found before training; shown as one line, no traceback."""
+
+
 def check_choice(field: str, value: object, allowed: Iterable[str]) -> str:
     """Return ``value`` if it is one of ``allowed``, else raise a ValueError naming both."""
     allowed = list(allowed)

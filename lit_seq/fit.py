@@ -6,7 +6,12 @@ LightningCLI conventions apply: ``--help``, ``--print_config``, several ``--conf
 dotted overrides such as ``--model.arch lstm`` or ``--trainer.max_steps 500``. With no
 ``--config`` the default configuration (signal / transformer) is trained. The run folder
 holds the checkpoints (best and last), ``metrics.csv``, the offline W&B run and
-``metrics.json``; an interrupted fit resumes with ``--run_dir DIR --ckpt_path last``.
+``metrics.json``; an interrupted fit resumes with ``--run_dir DIR --ckpt_path last``, exactly
+where it stopped: same data order, same RNG, same metrics as a fit never interrupted.
+
+One run folder, one fit: a fit locks its folder for its whole life. SIGTERM (a preempted
+job) or SIGINT stop a fit at a step boundary with ``last.ckpt`` saved there and exit status
+143 or 130, with no ``metrics.json``; a resume finishes it.
 """
 
 import errno
@@ -14,22 +19,35 @@ import logging
 import re
 import sys
 import warnings
-from datetime import datetime
 from pathlib import Path
 
 import torch
 from jsonargparse import ArgumentError
 from lightning.pytorch import Trainer
-from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
-from lightning.pytorch.loggers import CSVLogger
 
 from lit_seq.assets import DEFAULT_CONFIG, find_file
-from lit_seq.callbacks import AttentionMapLogger, ConfusionMatrixLogger, TrainTimer
-from lit_seq.checks import check_int
+from lit_seq.callbacks import (
+    AttentionMapLogger,
+    ConfusionMatrixLogger,
+    FitInterrupted,
+    StopOnSignal,
+    TrainTimer,
+)
+from lit_seq.checkpoints import (
+    CHECKPOINTS,
+    LAST,
+    AtomicCheckpointIO,
+    ResumeState,
+    RunCheckpoint,
+    RunCSVLogger,
+    discard_partial_writes,
+)
+from lit_seq.checks import BadInput, check_int
 from lit_seq.data import TASKS, SyntheticDataModule
 from lit_seq.progress_bar import ThrottledRichProgressBar
-from lit_seq.record import METRICS_FILE, FitResult
+from lit_seq.record import FitResult
+from lit_seq.run_folder import check_not_in_use, check_run, lock_run_dir, run_dir_path
 from lit_seq.safe_yaml import YamlError, load_yaml
 from lit_seq.summary import print_metrics
 from lit_seq.systems import SYSTEMS, SequenceSystem
@@ -41,10 +59,6 @@ from lit_seq.wandb_logger import GuardedWandbLogger, start_wandb_logger
 warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
 # "Seed set to 0" on every run is noise; the seed is in the saved config
 logging.getLogger("lightning.fabric.utilities.seed").setLevel(logging.WARNING)
-
-
-class BadInput(ValueError):
-    """A configuration problem found before training; shown as one line, no traceback."""
 
 
 class SaveAndLogConfig(SaveConfigCallback):
@@ -107,33 +121,54 @@ class LitSeqCLI(LightningCLI):
     def instantiate_trainer(self, **kwargs) -> Trainer:
         # data and system are built by now: only a good configuration gets a run folder
         check_pairing(self.datamodule, self.model)
-        self.run_dir = _prepare_run_dir(self.config, self.datamodule.name)
-        trainer_config = self.config_init.get("trainer") or {}
-        return super().instantiate_trainer(
-            default_root_dir=str(self.run_dir),
-            logger=self._loggers(),
-            callbacks=self._callbacks(trainer_config),
-            **kwargs,
-        )
+        self.run_dir = run_dir_path(self.config, self.datamodule.name)
+        check_not_in_use(self.run_dir)  # this check and the next read only: a refusal
+        check_run(self.config, self.run_dir, self.model)  # changes nothing in the folder
+        # one run folder, one fit: held until run() ends (or this process does, kill -9 too)
+        self.run_lock = lock_run_dir(self.run_dir)
+        try:
+            # again, now that no other fit can change the folder
+            self.resume = check_run(self.config, self.run_dir, self.model, announce=True)
+            discard_partial_writes(self.run_dir)
+            trainer_config = self.config_init.get("trainer") or {}
+            plugins = trainer_config.get("plugins") or []
+            return super().instantiate_trainer(
+                default_root_dir=str(self.run_dir),
+                logger=self._loggers(),
+                callbacks=self._callbacks(trainer_config),
+                plugins=[
+                    *(plugins if isinstance(plugins, list) else [plugins]),
+                    AtomicCheckpointIO(),
+                ],
+                **kwargs,
+            )
+        except BaseException:
+            self.run_lock.close()  # nothing will run here: the folder is free again
+            raise
 
     def _callbacks(self, trainer_config: dict) -> list:
         """The config's own callbacks, then checkpoints, timer, plots and the progress bar."""
-        checkpoint = ModelCheckpoint(
-            dirpath=self.run_dir / "checkpoints",
+        folder = self.run_dir / CHECKPOINTS
+        checkpoint = RunCheckpoint(
+            dirpath=folder,
             filename="best-{step}",
             monitor="val/loss",
             mode="min",
             save_last=True,
+            enable_version_counter=False,  # one last.ckpt, never a last-v1.ckpt beside it
         )
+        # after the ModelCheckpoint: at a validation step it stops once that one has saved
+        self.stop_on_signal = StopOnSignal(folder / LAST)
         callbacks = list(trainer_config.get("callbacks") or [])
-        callbacks += [checkpoint, TrainTimer(), ConfusionMatrixLogger(), AttentionMapLogger()]
+        callbacks += [checkpoint, self.stop_on_signal, ResumeState(), TrainTimer()]
+        callbacks += [ConfusionMatrixLogger(), AttentionMapLogger()]
         if trainer_config.get("enable_progress_bar") is not False:  # None means the default: on
             callbacks.append(ThrottledRichProgressBar())
         return callbacks
 
     def _loggers(self) -> list:
         """CSV always; W&B unless off, and only if it starts (else ``wandb_error`` says why)."""
-        loggers = [CSVLogger(self.run_dir, name="", version="")]
+        loggers = [RunCSVLogger(self.run_dir, self.resume.step if self.resume else None)]
         self.wandb_error = ""
         if self.wandb_mode != "off":
             wandb_logger, self.wandb_error = start_wandb_logger(
@@ -172,29 +207,6 @@ def check_pairing(datamodule: SyntheticDataModule, model: SequenceSystem) -> Non
             f"model={type(model).__name__} trains {model.task_kind!r} tasks, but task "
             f"{datamodule.name!r} is {datamodule.task_kind!r}{hint}"
         )
-
-
-def _prepare_run_dir(config, task: str) -> Path:
-    """Pick the run folder and make sure it is writable and safe to use."""
-    if config.run_dir:
-        run_dir = Path(config.run_dir)
-    else:
-        arch = config.model.init_args.get("arch", "model")
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        run_dir = Path("runs") / f"{task}-{arch}-{stamp}"
-    if (run_dir / METRICS_FILE).exists() and not config.ckpt_path:
-        raise BadInput(
-            f"run_dir={str(run_dir)!r} already holds a finished run; choose another run_dir "
-            "(nothing was overwritten)"
-        )
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        probe = run_dir / ".write_probe"
-        probe.touch()
-        probe.unlink()
-    except OSError as err:
-        raise BadInput(f"run_dir={str(run_dir)!r} is not writable: {err.strerror}") from None
-    return run_dir
 
 
 def _with_config(args: list[str] | None) -> list[str]:
@@ -314,13 +326,19 @@ def _one_line(error: BaseException) -> str:
 
 
 def run(cli: LitSeqCLI) -> FitResult:
-    """Fit, test on the best checkpoint (all test sets), write and return the result."""
+    """Fit, test on the best checkpoint (all test sets), write and return the result.
+
+    FitInterrupted (a SystemExit of status 143 or 130) on SIGTERM or SIGINT, after saving
+    ``last.ckpt``; the run folder is unlocked on the way out, however it ends.
+    """
     try:
-        return _fit_and_test(cli)
+        with cli.stop_on_signal.handling_signals():
+            return _fit_and_test(cli)
     finally:
         # also after a failure, so a later run in this process never logs into this one
         for logger in _wandb_loggers(cli.trainer):
             logger.finish()
+        cli.run_lock.close()
 
 
 def _wandb_loggers(trainer: Trainer) -> list[GuardedWandbLogger]:
@@ -329,10 +347,13 @@ def _wandb_loggers(trainer: Trainer) -> list[GuardedWandbLogger]:
 
 def _fit_and_test(cli: LitSeqCLI) -> FitResult:
     trainer, model, datamodule = cli.trainer, cli.model, cli.datamodule
-    trainer.fit(model, datamodule=datamodule, ckpt_path=cli.config.ckpt_path)
+    resume = str(cli.resume.path) if cli.resume else None
+    trainer.fit(model, datamodule=datamodule, ckpt_path=resume, weights_only=True)
     timer = next(c for c in trainer.callbacks if isinstance(c, TrainTimer))
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
-    tested = trainer.test(model, datamodule=datamodule, ckpt_path=best or None, verbose=False)
+    tested = trainer.test(
+        model, datamodule=datamodule, ckpt_path=best or None, verbose=False, weights_only=True
+    )
     wandb = _wandb_loggers(trainer)
     result = FitResult(
         task=datamodule.name,
@@ -344,7 +365,7 @@ def _fit_and_test(cli: LitSeqCLI) -> FitResult:
         train_seconds=round(timer.seconds, 3),
         samples_per_second=round(timer.steps * datamodule.batch_size / max(timer.seconds, 1e-9), 1),
         best_checkpoint=best,
-        last_checkpoint=str(Path(cli.run_dir) / "checkpoints" / "last.ckpt"),
+        last_checkpoint=str(Path(cli.run_dir) / CHECKPOINTS / LAST),
         run_dir=str(cli.run_dir),
         wandb_run=wandb[0].run_path() if wandb else "",
         wandb_error=cli.wandb_error or (wandb[0].error if wandb else ""),
@@ -367,6 +388,14 @@ def main() -> None:
         raise SystemExit(2) from None
     try:
         record = run(cli)
+    except FitInterrupted as err:
+        hint = (
+            f"resume with --run_dir {cli.run_dir} --ckpt_path last"
+            if err.resumable
+            else "nothing to resume: run it again"
+        )
+        print(f"lit_seq.fit: {err}; {hint}", file=sys.stderr)
+        raise SystemExit(err.code) from None
     except OSError as err:
         if err.errno != errno.ENOSPC:
             raise

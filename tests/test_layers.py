@@ -26,6 +26,8 @@ LAYERS = {
     "results": 2,
     "systems": 3,
     "callbacks": 4,
+    "checkpoints": 4,
+    "run_folder": 4,
     "progress_bar": 4,
     "summary": 4,
     "trainer_checks": 4,

@@ -40,7 +40,8 @@ def test_online_without_a_server_falls_back_to_offline_run_files(tmp_path, unrea
     print(f"start_wandb_logger('online') without a server: {seconds:.1f} s")
     assert seconds < BOUND_S
     assert logger is not None, note
-    assert note.startswith("W&B online failed (") and CLOSED_PORT.removeprefix("http://") in note
+    # wandb words the failure its own way (connection refused, deadline exceeded, ...)
+    assert note.startswith("W&B online failed (")
     [run] = (tmp_path / "wandb").glob("offline-run-*")
     assert f"logged offline instead: wandb sync {run} uploads it" in note
     assert logger.run_path() == str(run)

@@ -53,9 +53,10 @@ class TensorDictDataset(Dataset):
 class EpochBatches(Sampler[list[int]]):
     """Batches of indices whose order is a pure function of (seed, epoch), resumable mid-epoch.
 
-    Epoch ``e`` is the ``(e + 1)``-th permutation drawn from a generator seeded with ``seed``
-    (what a seeded ``RandomSampler`` gives over successive epochs), so any epoch's order can
-    be rebuilt in a fresh process: a resumed fit must not replay epoch 0 from the start.
+    Epoch ``e``'s order is drawn after those of epochs ``0..e-1`` from a generator seeded
+    with ``seed`` (the orders the seeded ``RandomSampler`` this replaces gave a fit, epoch
+    after epoch), so any epoch's order can be rebuilt in a fresh process: a resumed fit must
+    not replay epoch 0 from its start, as a re-created ``RandomSampler`` would.
     Lightning calls :meth:`set_epoch` as each epoch starts; without it (a hand-written loop)
     each new pass is the next epoch. :meth:`state_dict` is the running epoch and how many of
     its batches were handed out; after :meth:`load_state_dict` the pass over that epoch skips
@@ -95,8 +96,12 @@ class EpochBatches(Sampler[list[int]]):
         if self._generator is None or drawn_epoch > epoch:  # only ever drawn forwards
             self._generator = torch.Generator().manual_seed(self.seed)
             drawn_epoch = -1
-        while drawn_epoch < epoch:  # one permutation per epoch: cheap, even far ahead
+        while drawn_epoch < epoch:  # a permutation or two per epoch: cheap, even far ahead
             order = torch.randperm(self.n, generator=self._generator)
+            if self.n % self.batch_size:
+                # the RandomSampler this replaces drew (and dropped) one more as it formed a
+                # short last batch: drawn here too, every seed keeps the orders it had
+                torch.randperm(self.n, generator=self._generator)
             drawn_epoch += 1
         self._drawn = (epoch, order)
         return order

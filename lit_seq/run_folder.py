@@ -1,0 +1,145 @@
+"""The run folder of a fit: which one, whether a fit may start there, and its lock.
+
+One run folder, one fit: the fit that uses a folder holds an exclusive lock on its
+``.lock`` for its whole life (released even by kill -9), so a second fit into a folder in
+use is refused in one line. Every check here only reads until the lock is taken, so a
+refused fit changes nothing: a finished run is never overwritten, a folder holding an
+unfinished fit's checkpoints is resumed (``--ckpt_path last``), never silently restarted,
+and a resume of a finished run that has nothing left to train is refused.
+"""
+
+import fcntl
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from lit_seq.checkpoints import (
+    CHECKPOINTS,
+    CheckpointError,
+    Resume,
+    checked_checkpoint,
+    resume_checkpoint,
+)
+from lit_seq.checks import BadInput
+from lit_seq.record import METRICS_FILE
+from lit_seq.systems import SequenceSystem
+
+LOCK_FILE = ".lock"  # in a run folder: held by the fit that uses it
+
+
+def run_dir_path(config, task: str) -> Path:
+    """The run folder: ``--run_dir``, else a new one under ``runs/``."""
+    if config.run_dir:
+        return Path(config.run_dir)
+    if config.ckpt_path == "last":
+        raise BadInput("ckpt_path='last' resumes the fit of --run_dir; give its run folder")
+    arch = config.model.init_args.get("arch", "model")
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    return Path("runs") / f"{task}-{arch}-{stamp}"
+
+
+def check_run(config, run_dir: Path, model: SequenceSystem, announce: bool = False):
+    """BadInput unless a fit of ``config`` may start in ``run_dir``; the Resume it starts
+    from (None for a fresh fit). Reads only; ``announce`` prints a resume's note."""
+    _check_run_dir(config, run_dir)
+    resume = None
+    if config.ckpt_path:
+        resume = _resume(config.ckpt_path, run_dir, model)
+        if announce and resume.note:
+            print(f"lit_seq.fit: warning: {resume.note}", file=sys.stderr)
+    _check_something_to_do(config, run_dir, resume)
+    return resume
+
+
+def _check_run_dir(config, run_dir: Path) -> None:
+    """BadInput if a fit of ``config`` must not start in ``run_dir`` whatever it resumes from."""
+    folder = run_dir / CHECKPOINTS
+    if config.ckpt_path == "last" and not folder.is_dir():
+        raise BadInput(
+            f"run_dir={str(run_dir)!r} has nothing to resume (no {CHECKPOINTS}/ folder); "
+            "start it without --ckpt_path"
+        )
+    if config.ckpt_path:
+        return
+    if (run_dir / METRICS_FILE).exists():
+        raise BadInput(
+            f"run_dir={str(run_dir)!r} already holds a finished run; choose another run_dir "
+            "(nothing was overwritten)"
+        )
+    if folder.is_dir() and any(folder.glob("[!.]*.ckpt")):
+        raise BadInput(
+            f"run_dir={str(run_dir)!r} holds the checkpoints of an unfinished fit; resume it "
+            "with --ckpt_path last, or choose another run_dir (nothing was changed)"
+        )
+
+
+def _take_lock(handle, run_dir: Path) -> None:
+    """Lock ``handle`` (the run folder's lock file); BadInput if a fit holds it."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip()
+        handle.close()
+        by = f" (pid {holder})" if holder.isdigit() else ""
+        raise BadInput(
+            f"run_dir={str(run_dir)!r} is in use by another fit{by}; wait for it to end or "
+            "choose another run_dir"
+        ) from None
+
+
+def check_not_in_use(run_dir: Path) -> None:
+    """BadInput if a fit holds ``run_dir`` now (reads only: the lock is let go at once)."""
+    try:
+        handle = open(run_dir / LOCK_FILE)  # noqa: SIM115 - closed below or by _take_lock
+    except OSError:
+        return  # no lock file: no fit ever held the folder (or it cannot be read: see later)
+    _take_lock(handle, run_dir)
+    handle.close()
+
+
+def lock_run_dir(run_dir: Path):
+    """Create ``run_dir`` if needed and hold an exclusive lock on it; BadInput if a fit in
+    another process (or another fit in this one) holds it, or it cannot be written."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        handle = open(run_dir / LOCK_FILE, "a+")  # noqa: SIM115 - open while the lock is held
+    except OSError as err:
+        raise BadInput(f"run_dir={str(run_dir)!r} is not writable: {err.strerror}") from None
+    _take_lock(handle, run_dir)
+    handle.truncate(0)
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def _resume(ckpt_path: str, run_dir: Path, model: SequenceSystem) -> Resume:
+    """The checkpoint ``--ckpt_path`` names, checked to be a training checkpoint of ``model``.
+
+    'last' is the run folder's ``last.ckpt``, or its newest readable checkpoint when that
+    one is unreadable (the Resume's note says so).
+    """
+    try:
+        if ckpt_path == "last":
+            return resume_checkpoint(run_dir, model)
+        return checked_checkpoint(Path(ckpt_path), model)
+    except CheckpointError as err:
+        raise BadInput(str(err)) from None
+
+
+def _check_something_to_do(config, run_dir: Path, resume: Resume | None) -> None:
+    """BadInput for a resume of a finished run that has no step left to train: it would
+    only test again and overwrite ``metrics.json`` with the same metrics."""
+    max_steps = config.trainer.get("max_steps")
+    if (
+        resume is not None
+        and (run_dir / METRICS_FILE).exists()
+        and max_steps not in (None, -1)
+        and resume.step >= max_steps
+    ):
+        raise BadInput(
+            f"run_dir={str(run_dir)!r} is finished: {resume.path.name} is at step {resume.step} "
+            f"of trainer.max_steps={max_steps}, nothing to resume (nothing was changed; a "
+            "larger --trainer.max_steps trains on)"
+        )
