@@ -48,6 +48,7 @@ from lit_seq.data import TASKS, SyntheticDataModule
 from lit_seq.progress_bar import ThrottledRichProgressBar
 from lit_seq.record import FitResult
 from lit_seq.run_folder import check_not_in_use, check_run, lock_run_dir, run_dir_path
+from lit_seq.runtime import disk_full
 from lit_seq.safe_yaml import YamlError, load_yaml
 from lit_seq.summary import print_metrics
 from lit_seq.systems import SYSTEMS, SequenceSystem
@@ -396,13 +397,14 @@ def main() -> None:
         )
         print(f"lit_seq.fit: {err}; {hint}", file=sys.stderr)
         raise SystemExit(err.code) from None
-    except OSError as err:
-        if err.errno != errno.ENOSPC:
+    except Exception as err:
+        # libraries word a full disk their own way: ENOSPC, or a failed write of a full disk
+        if getattr(err, "errno", None) != errno.ENOSPC and not disk_full(cli.run_dir):
             raise
         # every file of the run is written atomically: what is there is whole, or absent
         print(
-            f"lit_seq.fit: error: the disk is full ({err.filename or cli.run_dir}); free space, "
-            f"then resume with --run_dir {cli.run_dir} --ckpt_path last",
+            f"lit_seq.fit: error: the disk holding {cli.run_dir} is full; free space, then "
+            f"resume with --run_dir {cli.run_dir} --ckpt_path last",
             file=sys.stderr,
         )
         raise SystemExit(1) from None

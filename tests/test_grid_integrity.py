@@ -1,4 +1,5 @@
-"""A grid folder is never mixed, never touched by a refused driver, never reported short."""
+"""A grid folder is never mixed, never touched by a refused driver, never reported short;
+a full disk stops a grid or a fit in one line, and the rerun resumes."""
 
 import fcntl
 import json
@@ -147,3 +148,33 @@ def test_two_drivers_started_at_once_give_one_grid_and_one_clear_in_use(tmp_path
     assert codes == [0, 2], results
     assert errors[0].strip().endswith("is in use by another lit_seq.ablate"), errors
     assert len(list((out / "records").glob("*.json"))) == 4
+
+
+@pytest.mark.integration
+def test_a_full_disk_stops_a_fit_in_one_line_and_the_resume_finishes_it(small_disk):
+    run_dir = small_disk / "run"
+    command = [sys.executable, "-m", "lit_seq.fit", "--config", "configs/echo/rnn.yaml"]
+    command += ["--trainer.max_steps=40", "--trainer.val_check_interval=10", "--wandb=off"]
+    command += [f"--run_dir={run_dir}", "--trainer.enable_progress_bar=false"]
+    filler = small_disk / "filler"
+    filler.write_bytes(b"x" * (3 * 1024 * 1024 - 40 * 1024))  # room for the start, not the run
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"lit_seq.fit: error: the disk holding {run_dir} is full; free space, then resume with "
+        f"--run_dir {run_dir} --ckpt_path last"
+    )
+    assert "Traceback" not in result.stderr
+    assert not (run_dir / "metrics.json").exists()
+    filler.unlink()
+    resumed = subprocess.run(
+        [*command, "--ckpt_path=last"]
+        if (run_dir / "checkpoints" / "last.ckpt").exists()
+        else command,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert json.loads((run_dir / "metrics.json").read_text())["steps"] == 40
