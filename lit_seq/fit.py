@@ -40,10 +40,10 @@ from lit_seq.checkpoints import (
     AtomicCheckpointIO,
     ResumeState,
     RunCheckpoint,
-    RunCSVLogger,
     discard_partial_writes,
 )
 from lit_seq.checks import BadInput, check_int
+from lit_seq.csv_log import RunCSVLogger
 from lit_seq.data import TASKS, SyntheticDataModule
 from lit_seq.progress_bar import ThrottledRichProgressBar
 from lit_seq.record import FitResult

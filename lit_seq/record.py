@@ -42,7 +42,7 @@ class FitResult:
     main_metric: str | None = None  # the metric tables lead with (``acc``, ``exact``)
     params: int | None = None
     steps: int | None = None  # optimizer steps taken in total
-    train_seconds: float | None = None  # wall seconds of this session's ``fit``
+    train_seconds: float | None = None  # wall seconds of training, summed over resumes
     samples_per_second: float | None = None
     best_checkpoint: str = ""
     last_checkpoint: str = ""

@@ -28,6 +28,7 @@ LAYERS = {
     "callbacks": 4,
     "checkpoints": 4,
     "run_folder": 4,
+    "csv_log": 4,
     "progress_bar": 4,
     "summary": 4,
     "trainer_checks": 4,

@@ -22,7 +22,8 @@ import torch
 from torch.utils.data import BatchSampler, RandomSampler
 
 from lit_seq.callbacks import FitInterrupted
-from lit_seq.checkpoints import AtomicCheckpointIO, RunCSVLogger
+from lit_seq.checkpoints import AtomicCheckpointIO
+from lit_seq.csv_log import RunCSVLogger
 from lit_seq.data import TensorDictDataset, batch_loader
 from lit_seq.data.base import EpochBatches
 from lit_seq.fit import BadInput, build_cli, check_config, cli_main, run
