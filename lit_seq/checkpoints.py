@@ -20,7 +20,6 @@ import contextlib
 import io
 import os
 import random
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +30,8 @@ from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 
-from lit_seq.io import new_file_mode
+from lit_seq.errors import error_line
+from lit_seq.io import atomic_write_bytes
 
 CHECKPOINTS = "checkpoints"  # in a run folder
 LAST = "last.ckpt"
@@ -74,17 +74,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         # write, not torch's "PytorchStreamWriter failed"
         data = io.BytesIO()
         torch.save(checkpoint, data)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                os.fchmod(handle.fileno(), new_file_mode())
-                handle.write(data.getbuffer())
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_bytes(path, data.getbuffer())
         _fsync_folder(path.parent)
 
     def load_checkpoint(self, path, map_location=None, weights_only: bool | None = True) -> dict:
@@ -113,7 +103,7 @@ def read_checkpoint(path: Path) -> dict:
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch names no common type: zip, pickle, EOF, size errors
-        reason = " ".join(str(err).split())[:160] or type(err).__name__
+        reason = error_line(err, limit=160)  # "KeyError: 101" says more than "101"
         raise CheckpointError(
             f"ckpt_path={str(path)!r} is not a readable checkpoint ({reason})"
         ) from None

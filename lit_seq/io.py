@@ -30,8 +30,8 @@ def new_file_mode() -> int:
     return 0o666 & ~_umask()
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to a temp file in the same folder, fsync it, then rename it over ``path``.
+def atomic_write_bytes(path: Path, data: bytes | memoryview) -> None:
+    """Write ``data`` to a temp file in the same folder, fsync it, then rename it over ``path``.
 
     The file gets the usual permissions (:func:`new_file_mode`), not ``mkstemp``'s 0o600.
     """
@@ -39,15 +39,20 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as handle:
+        with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), new_file_mode())
-            handle.write(text)
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """:func:`atomic_write_bytes` of ``text`` (UTF-8)."""
+    atomic_write_bytes(path, text.encode())
 
 
 def atomic_write_json(path: Path, data: dict) -> None:
