@@ -27,13 +27,7 @@ from lightning.pytorch import Trainer
 from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
 
 from lit_seq.assets import DEFAULT_CONFIG, find_file
-from lit_seq.callbacks import (
-    AttentionMapLogger,
-    ConfusionMatrixLogger,
-    FitInterrupted,
-    StopOnSignal,
-    TrainTimer,
-)
+from lit_seq.callbacks import AttentionMapLogger, ConfusionMatrixLogger, TrainTimer
 from lit_seq.checkpoints import (
     CHECKPOINTS,
     LAST,
@@ -50,6 +44,7 @@ from lit_seq.record import FitResult
 from lit_seq.run_folder import check_not_in_use, check_run, lock_run_dir, run_dir_path
 from lit_seq.runtime import disk_full
 from lit_seq.safe_yaml import YamlError, load_yaml
+from lit_seq.stop_on_signal import FitInterrupted, StopOnSignal
 from lit_seq.summary import print_metrics
 from lit_seq.systems import SYSTEMS, SequenceSystem
 from lit_seq.tracking import WANDB_MODES, WANDB_TAG_LIMIT, resolve_wandb_mode

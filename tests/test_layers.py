@@ -29,6 +29,7 @@ LAYERS = {
     "checkpoints": 4,
     "run_folder": 4,
     "csv_log": 4,
+    "stop_on_signal": 4,
     "progress_bar": 4,
     "summary": 4,
     "trainer_checks": 4,

@@ -21,7 +21,6 @@ import pytest
 import torch
 from torch.utils.data import BatchSampler, RandomSampler
 
-from lit_seq.callbacks import FitInterrupted
 from lit_seq.checkpoints import AtomicCheckpointIO
 from lit_seq.csv_log import RunCSVLogger
 from lit_seq.data import TensorDictDataset, batch_loader
@@ -30,6 +29,7 @@ from lit_seq.fit import BadInput, build_cli, check_config, cli_main, run
 from lit_seq.io import atomic_write_text
 from lit_seq.record import METRICS_FILE
 from lit_seq.runtime import QUIET_OPENMP
+from lit_seq.stop_on_signal import FitInterrupted
 from tests.helpers import REPO, tiny_fit
 
 ECHO_RNN = REPO / "configs" / "echo" / "rnn.yaml"
