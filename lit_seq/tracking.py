@@ -18,7 +18,7 @@ WANDB_TAG_LIMIT = 64  # characters: W&B refuses a longer tag
 # wandb's own default is 90 s, and without a network it uses all of it (more where
 # connections hang) before failing; a reachable server answers in a second or two. Going
 # offline after a false alarm costs little: ``wandb sync`` uploads the run later.
-WANDB_INIT_TIMEOUT_S = 10.0
+WANDB_INIT_TIMEOUT_S = 5.0
 
 
 def wandb_api_key_configured() -> bool:
