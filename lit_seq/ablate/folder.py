@@ -3,7 +3,7 @@
 Layout of an output folder (``results/<grid>`` by default)::
 
     grid.yaml          the grid as validated, plus every run's id, config and arguments
-    fingerprint.json   hash of the expanded run list: the folder belongs to that grid only
+    fingerprint.json   each run's digest (its resolved configuration): the folder's grid
     records/<id>.json  one per finished run (status ok or failed): the source of truth
     runs/<id>/         the run folder of lit_seq.fit (checkpoints, output.log, W&B files)
     runs.* aggregate.* plots/   tables and plots, rebuilt from the records at the end

@@ -4,7 +4,8 @@ The grid layer checks only what is about grids (keys, blocks, seeds: ``spec``); 
 alone or with the others, is checked by ``lit_seq.fit.check_config``, the parser and
 constructors of a real fit (data module and system, no Trainer, no data generated). So a
 grid is refused before anything trains for exactly what a fit would refuse, in the same
-words, and each run learns the registry names of its task and backbone here.
+words. Each run learns here the registry names of its task and backbone, its cost (for the
+start order) and its digest (its identity in the output folder's fingerprint).
 """
 
 import dataclasses
@@ -20,6 +21,7 @@ SEED_ARGS = ("--seed_everything=", "--data.init_args.seed=")  # what differs bet
 # not what a run computes: where it writes, how it is logged, and what the machine decides
 # (precision and device follow the hardware), so a grid can resume on another machine
 NOT_COMPUTED = ("config", "run_dir", "ckpt_path", "wandb", "wandb_project", "wandb_group")
+NOT_COMPUTED += ("seed_everything",)  # a run's seed enters its digest on its own
 NOT_COMPUTED_TRAINER = ("accelerator", "devices", "precision")
 
 
