@@ -4,7 +4,15 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lit_seq.models import SEQ2SEQ, TransformerSeq2Seq, build_seq2seq, count_parameters
+from lit_seq.models import (
+    SEQ2SEQ,
+    TransformerSeq2Seq,
+    build_positional,
+    build_seq2seq,
+    count_parameters,
+)
+from lit_seq.models.attention import MultiHeadAttention
+from lit_seq.models.seq2seq import _greedy_loop
 
 PAD, BOS, EOS, V = 0, 1, 2, 8
 
@@ -75,19 +83,128 @@ def test_greedy_decode_respects_max_new_tokens(arch):
     assert torch.equal(out, torch.full((2, 4), 5))
 
 
-def test_greedy_decode_pads_after_each_sequences_eos(monkeypatch):
+@pytest.mark.parametrize("method", ["greedy_decode", "greedy_decode_uncached"])
+def test_greedy_decode_pads_after_each_sequences_eos(monkeypatch, method):
     # Script the logits: sequence 0 ends after 1 token, sequence 1 after 3.
     model = make_seq2seq("transformer")
     eos_at = torch.tensor([1, 3])
 
-    def scripted_decode(ys, memory, src_pad):
-        step = ys.shape[1]  # tokens generated so far + 1
-        nxt = torch.where(eos_at == step, EOS, 4)
-        return F.one_hot(nxt, V).float()[:, None, :].expand(-1, step, -1)
+    def scripted_logits(step):  # step = tokens generated so far + 1
+        return F.one_hot(torch.where(eos_at == step, EOS, 4), V).float()  # (B, V)
 
-    monkeypatch.setattr(model, "decode", scripted_decode)
-    out = model.greedy_decode(src_batch(), BOS, EOS, max_new_tokens=6)
+    if method == "greedy_decode":  # the cached path feeds one token per step
+
+        def scripted_step(tokens, caches):
+            assert tokens.shape == (2, 1)
+            caches[0].self_kv.length += 1  # what the real step does
+            return scripted_logits(caches[0].self_kv.length)
+
+        monkeypatch.setattr(model, "decode_step", scripted_step)
+    else:
+
+        def scripted_decode(ys, memory, src_pad):
+            return scripted_logits(ys.shape[1])[:, None, :].expand(-1, ys.shape[1], -1)
+
+        monkeypatch.setattr(model, "decode", scripted_decode)
+    out = getattr(model, method)(src_batch(), BOS, EOS, max_new_tokens=6)
     assert out.tolist() == [[EOS, PAD, PAD], [4, 4, EOS]]
+
+
+def random_decoder_case(pos_mode: str, residual: bool, share: bool):
+    """An untrained 2-layer model (eval mode, fixed seed) and 6 sources, most padded."""
+    torch.manual_seed(0)
+    model = build_seq2seq(
+        "transformer",
+        vocab_size=16,
+        d_model=32,
+        n_layers=2,
+        n_heads=4,
+        d_ff=64,
+        dropout=0.1,  # eval mode: must not matter
+        pos_mode=pos_mode,
+        residual=residual,
+        max_len=32,
+        share_embeddings=share,
+    ).eval()
+    # Untrained attention is nearly uniform: a no-residual decoder would then hardly
+    # depend on its target tokens (logits move by ~1e-6), hiding a cache or position bug.
+    # Sharper queries/keys (x5) make every case depend on them (by ~1 logit).
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, MultiHeadAttention):
+                module.q_proj.weight.mul_(5.0)
+                module.k_proj.weight.mul_(5.0)
+    g = torch.Generator().manual_seed(1)
+    src = torch.randint(3, 16, (6, 12), generator=g)
+    lengths = torch.tensor([12, 9, 5, 1, 7, 3])
+    return model, src.masked_fill(torch.arange(12) >= lengths[:, None], PAD)
+
+
+CACHE_CASES = [
+    (pos_mode, residual, share)
+    for pos_mode in ("sinusoidal", "learnable", "none")
+    for residual in (True, False)
+    for share in (True, False)
+]
+
+
+@pytest.mark.parametrize(("pos_mode", "residual", "share"), CACHE_CASES)
+def test_cached_greedy_decode_equals_full_prefix_decode(pos_mode, residual, share):
+    model, src = random_decoder_case(pos_mode, residual, share)
+    # EOS -1 is never emitted: all 30 steps run, the longest outputs the cache must serve.
+    full = model.greedy_decode_uncached(src, BOS, -1, max_new_tokens=30)
+    assert full.shape == (6, 30)
+    assert torch.equal(model.greedy_decode(src, BOS, -1, max_new_tokens=30), full)
+    # An EOS the model does emit (row 0's 11th token): rows stop at different steps.
+    eos = int(full[0, 10])
+    full = model.greedy_decode_uncached(src, BOS, eos, max_new_tokens=30)
+    assert bool((full == eos).any(dim=1)[0])
+    assert torch.equal(model.greedy_decode(src, BOS, eos, max_new_tokens=30), full)
+
+
+@pytest.mark.parametrize(("pos_mode", "residual", "share"), CACHE_CASES)
+def test_cached_decode_step_logits_match_full_pass(pos_mode, residual, share):
+    # Random target tokens (padding included), not the model's own: every step's cache
+    # holds varied keys/values, and a wrong position offset would show.
+    model, src = random_decoder_case(pos_mode, residual, share)
+    g = torch.Generator().manual_seed(2)
+    tgt = torch.randint(0, 16, (6, 30), generator=g)
+    tgt[:, 0] = BOS
+    with torch.no_grad():
+        memory, src_pad = model.encode(src)
+        full = model.decode(tgt, memory, src_pad)  # (B, 30, V), causal: row t sees <= t
+        caches = model.init_cache(memory, src_pad, capacity=30)
+        for t in range(30):
+            step = model.decode_step(tgt[:, t : t + 1], caches)  # (B, V)
+            assert torch.allclose(step, full[:, t], atol=1e-5), f"step {t}"
+            assert caches[0].self_kv.length == t + 1
+        with pytest.raises(ValueError, match="KV cache holds 30 positions"):
+            model.decode_step(tgt[:, :1], caches)
+
+
+@pytest.mark.parametrize("pos_mode", ["sinusoidal", "learnable", "none"])
+def test_positional_offset_indexes_the_table_at_t(pos_mode):
+    enc = build_positional(pos_mode, d_model=8, max_len=6)
+    x = torch.randn(2, 6, 8)
+    for t in range(6):
+        torch.testing.assert_close(enc(x[:, t : t + 1], offset=t), enc(x)[:, t : t + 1])
+    if pos_mode != "none":  # a table: position 6 is past its end
+        with pytest.raises(ValueError, match="sequence length 7 exceeds .*max_len=6"):
+            enc(x[:, :1], offset=6)
+
+
+@pytest.mark.parametrize("arch", ["rnn", "lstm"])
+def test_recurrent_greedy_decode_equals_full_prefix_decode(arch):
+    # The recurrent decoder already carries its state one token per step.
+    torch.manual_seed(0)
+    model = make_seq2seq(arch, n_layers=2)
+    src = src_batch()
+    with torch.no_grad():
+        state = model.encode(src)
+        full = _greedy_loop(
+            lambda ys: model.decode(ys, state)[0][:, -1], 2, src.device, BOS, -1, PAD, 20
+        )
+    assert torch.equal(model.greedy_decode(src, BOS, -1, max_new_tokens=20), full)
 
 
 def test_shared_embeddings_tie_three_matrices():

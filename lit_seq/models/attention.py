@@ -31,6 +31,43 @@ def causal_mask(T: int, device: torch.device | str | None = None) -> Tensor:
     return torch.ones(T, T, dtype=torch.bool, device=device).tril()
 
 
+class KVCache:
+    """Keys and values of the positions decoded so far, for one self-attention layer.
+
+    Holds up to ``capacity`` positions, (B, H, capacity, dh) each, allocated at the first
+    ``append`` with the shape, dtype and device of the keys it gets (so autocast's dtype
+    is kept); ``append`` writes the newest positions' projected keys/values after those
+    already held and returns views of all of them, so a step costs one write instead of
+    re-projecting the prefix.
+
+    Args:
+        capacity: most positions it will hold (the decoding steps).
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.k: Tensor | None = None
+        self.v: Tensor | None = None
+        self.length = 0  # positions held so far
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Add keys/values (B, H, n, dh) of n new positions; return all so far, (B, H, L, dh)."""
+        end = self.length + k.shape[2]
+        if end > self.capacity:
+            raise ValueError(
+                f"KV cache holds {self.capacity} positions: cannot append {k.shape[2]} "
+                f"to the {self.length} already there"
+            )
+        if self.k is None or self.v is None:
+            B, H, _, dh = k.shape
+            self.k = k.new_empty(B, H, self.capacity, dh)
+            self.v = v.new_empty(B, H, self.capacity, v.shape[-1])
+        self.k[:, :, self.length : end] = k
+        self.v[:, :, self.length : end] = v
+        self.length = end
+        return self.k[:, :, :end], self.v[:, :, :end]
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with padding and causal masks.
 
@@ -64,6 +101,36 @@ class MultiHeadAttention(nn.Module):
         B, L, d = x.shape
         return x.view(B, L, self.n_heads, d // self.n_heads).transpose(1, 2)  # (B, H, L, dh)
 
+    @staticmethod
+    def _merge_heads(y: Tensor) -> Tensor:
+        B, H, L, dh = y.shape
+        return y.transpose(1, 2).reshape(B, L, H * dh)  # re-assemble heads: (B, L, d)
+
+    def project_kv(self, key_value: Tensor) -> tuple[Tensor, Tensor]:
+        """Keys and values of ``key_value`` (B, S, d), split into heads: (B, H, S, dh) each.
+
+        What ``attend`` takes, so that incremental decoding projects each position once.
+        """
+        return self._split_heads(self.k_proj(key_value)), self._split_heads(self.v_proj(key_value))
+
+    def attend(
+        self, query: Tensor, k: Tensor, v: Tensor, *, key_padding_mask: Tensor | None = None
+    ) -> Tensor:
+        """Attend from ``query`` (B, T, d) to keys/values already projected by ``project_kv``.
+
+        Every query sees every key not marked in ``key_padding_mask`` (B, S): no causal
+        mask, which is exact for one new query over the cached keys of the positions up
+        to and including its own (or for any queries over an encoder's memory).
+
+        Returns:
+            (B, T, d), as ``forward`` without weights.
+        """
+        q = self._split_heads(self.q_proj(query))  # (B, H, T, dh)
+        allowed = None if key_padding_mask is None else ~key_padding_mask[:, None, None, :]
+        p_drop = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=p_drop)
+        return self.out_proj(self._merge_heads(y))
+
     def forward(
         self,
         query: Tensor,
@@ -87,13 +154,11 @@ class MultiHeadAttention(nn.Module):
             else None.
         """
         kv = query if key_value is None else key_value
-        B, T, d = query.shape
-        S = kv.shape[1]
+        T, S = query.shape[1], kv.shape[1]
         if causal and T != S:
             raise ValueError(f"causal=True needs as many queries as keys, got T={T} and S={S}")
         q = self._split_heads(self.q_proj(query))  # (B, H, T, dh)
-        k = self._split_heads(self.k_proj(kv))  # (B, H, S, dh)
-        v = self._split_heads(self.v_proj(kv))  # (B, H, S, dh)
+        k, v = self.project_kv(kv)  # (B, H, S, dh) each
 
         # One boolean mask, True = may attend, broadcast over heads: (B, 1, T|1, S).
         allowed = None
@@ -119,5 +184,4 @@ class MultiHeadAttention(nn.Module):
             y = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=allowed, dropout_p=p_drop, is_causal=is_causal
             )  # (B, H, T, dh)
-        y = y.transpose(1, 2).reshape(B, T, d)  # re-assemble heads: (B, T, d)
-        return self.out_proj(y), weights
+        return self.out_proj(self._merge_heads(y)), weights

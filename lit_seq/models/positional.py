@@ -48,11 +48,15 @@ class SinusoidalPositionalEncoding(nn.Module):
         # Not persistent: it is a pure function of the arguments, so keep it out of checkpoints.
         self.register_buffer("pe", pe, persistent=False)
 
-    def forward(self, x: Tensor) -> Tensor:
-        """Add the table: (B, T, d) -> (B, T, d)."""
-        T = x.shape[1]
-        _check_length(T, self.max_len)
-        return x + self.pe[:T].to(x.dtype)
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """Add the table: (B, T, d) -> (B, T, d), positions ``offset`` .. ``offset + T - 1``.
+
+        A non-zero ``offset`` is for incremental decoding, where x holds only the newest
+        positions of a longer sequence.
+        """
+        end = offset + x.shape[1]
+        _check_length(end, self.max_len)
+        return x + self.pe[offset:end].to(x.dtype)
 
 
 class LearnablePositionalEncoding(nn.Module):
@@ -69,22 +73,30 @@ class LearnablePositionalEncoding(nn.Module):
         self.max_len = max_len
         self.pe = nn.Parameter(torch.randn(max_len, d_model) * 0.02)  # (L, d)
 
-    def forward(self, x: Tensor) -> Tensor:
-        """Add the learned table: (B, T, d) -> (B, T, d)."""
-        T = x.shape[1]
-        _check_length(T, self.max_len)
-        return x + self.pe[:T]
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """Add the learned table: (B, T, d) -> (B, T, d), positions from ``offset`` on."""
+        end = offset + x.shape[1]
+        _check_length(end, self.max_len)
+        return x + self.pe[offset:end]
+
+
+class NoPositionalEncoding(nn.Identity):
+    """The no-position ablation: returns its input; takes ``offset`` like the others."""
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        """(B, T, d) -> the same tensor."""
+        return x
 
 
 def build_positional(pos_mode: str, d_model: int, max_len: int) -> nn.Module:
     """Return the positional encoding named by ``pos_mode`` (one of ``POS_MODES``).
 
-    "none" gives ``nn.Identity()``: the no-position ablation (a bag of tokens
-    unless the model is causal).
+    "none" gives ``NoPositionalEncoding()``, an ``nn.Identity``: the no-position ablation
+    (a bag of tokens unless the model is causal).
     """
     check_choice("pos_mode", pos_mode, POS_MODES)
     if pos_mode == "sinusoidal":
         return SinusoidalPositionalEncoding(d_model, max_len)
     if pos_mode == "learnable":
         return LearnablePositionalEncoding(d_model, max_len)
-    return nn.Identity()
+    return NoPositionalEncoding()

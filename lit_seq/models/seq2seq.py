@@ -17,7 +17,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 from .positional import build_positional
 from .recurrent import make_rnn
-from .transformer import DecoderBlock, TransformerBackbone
+from .transformer import DecoderBlock, DecoderCache, TransformerBackbone
 
 
 def _embeddings(
@@ -131,16 +131,56 @@ class TransformerSeq2Seq(nn.Module):
         memory, src_pad = self.encode(src)
         return self.decode(tgt_in, memory, src_pad)
 
+    def init_cache(
+        self, memory: Tensor, src_pad: Tensor | None, capacity: int
+    ) -> list[DecoderCache]:
+        """Per-layer decoding caches over ``memory`` for up to ``capacity`` target tokens."""
+        return [block.init_cache(memory, src_pad, capacity) for block in self.decoder]
+
+    def decode_step(self, tokens: Tensor, caches: list[DecoderCache]) -> Tensor:
+        """Incremental decoder pass: the newest tokens (B, 1) -> next-token logits (B, V).
+
+        The token sits at position t = the number already in ``caches`` (which it joins);
+        equal to ``decode(prefix, memory, src_pad)[:, -1]`` on the whole prefix.
+        """
+        t = caches[0].self_kv.length
+        h = self.drop(self.tgt_pos(self.tgt_embed(tokens) * self.scale, offset=t))  # (B, 1, d)
+        for block, cache in zip(self.decoder, caches, strict=True):
+            h = block.step(h, cache)
+        return self.output(self.ln_f(h))[:, -1]  # (B, V)
+
     @torch.no_grad()
     def greedy_decode(self, src: Tensor, bos_id: int, eos_id: int, max_new_tokens: int) -> Tensor:
-        """Greedy autoregressive decoding, batched; call in eval mode.
+        """Greedy autoregressive decoding, batched, with cached keys/values; call in eval mode.
 
-        Re-runs the decoder on the whole prefix each step (no KV cache): simple, and
-        cheap at the lengths of these tasks.
+        The memory is encoded, and its cross-attention keys/values projected, once; each
+        step feeds only the newest token, whose self-attention keys/values join each
+        layer's cache. Same tokens as ``greedy_decode_uncached``, without re-running the
+        decoder on the whole prefix every step.
 
         Returns:
             (B, L) long tokens after BOS, L <= max_new_tokens; after a sequence's EOS
             come ``pad_id``s; stops once every sequence has emitted EOS.
+        """
+        memory, src_pad = self.encode(src)
+        caches = self.init_cache(memory, src_pad, max_new_tokens)
+        return _greedy_loop(
+            lambda ys: self.decode_step(ys[:, -1:], caches),
+            src.shape[0],
+            src.device,
+            bos_id,
+            eos_id,
+            self.pad_id,
+            max_new_tokens,
+        )
+
+    @torch.no_grad()
+    def greedy_decode_uncached(
+        self, src: Tensor, bos_id: int, eos_id: int, max_new_tokens: int
+    ) -> Tensor:
+        """Reference greedy decoding: re-runs the decoder on the whole prefix each step.
+
+        Returns: as ``greedy_decode``, which must match it token for token.
         """
         memory, src_pad = self.encode(src)
         return _greedy_loop(

@@ -12,10 +12,12 @@ it normalises to [-1.342, -0.447, 0.447, 1.342].
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor, nn
 
-from .attention import MultiHeadAttention
+from .attention import KVCache, MultiHeadAttention
 from .positional import build_positional
 
 
@@ -80,6 +82,23 @@ class EncoderBlock(nn.Module):
         return x + self.drop(sub) if self.residual else self.drop(sub)
 
 
+@dataclass
+class DecoderCache:
+    """One decoder layer's state for incremental (one token per step) decoding.
+
+    Attributes:
+        memory_k: cross-attention keys of the encoder memory (B, H, S, dh), projected once.
+        memory_v: cross-attention values of the memory, likewise.
+        memory_padding_mask: (B, S) bool, True at source padding, or None.
+        self_kv: causal self-attention keys/values of the target positions so far.
+    """
+
+    memory_k: Tensor
+    memory_v: Tensor
+    memory_padding_mask: Tensor | None
+    self_kv: KVCache
+
+
 class DecoderBlock(nn.Module):
     """Pre-LN decoder block: causal self-attention, cross-attention to memory, FFN.
 
@@ -128,6 +147,37 @@ class DecoderBlock(nn.Module):
         a, _ = self.self_attn(self.ln1(x), key_padding_mask=tgt_padding_mask, causal=True)
         x = self._add(x, a)
         c, _ = self.cross_attn(self.ln2(x), memory, key_padding_mask=memory_padding_mask)
+        x = self._add(x, c)
+        return self._add(x, self.ffn(self.ln3(x)))
+
+    def init_cache(
+        self, memory: Tensor, memory_padding_mask: Tensor | None, capacity: int
+    ) -> DecoderCache:
+        """Start incremental decoding over ``memory`` (B, S, d) for up to ``capacity`` steps.
+
+        Projects the memory's cross-attention keys/values once, for every step.
+        """
+        memory_k, memory_v = self.cross_attn.project_kv(memory)
+        return DecoderCache(memory_k, memory_v, memory_padding_mask, KVCache(capacity))
+
+    def step(self, x: Tensor, cache: DecoderCache) -> Tensor:
+        """Decode the newest position only: x (B, 1, d) -> (B, 1, d).
+
+        Its self-attention keys/values join ``cache.self_kv``; its query attends to those
+        of every position so far (no causal mask needed: none lies in its future) and to
+        the cached memory. Same result as ``forward`` on the whole prefix, at the last row.
+        """
+        if x.shape[1] != 1:
+            raise ValueError(f"step decodes one position at a time, got {x.shape[1]}")
+        h = self.ln1(x)
+        k, v = cache.self_kv.append(*self.self_attn.project_kv(h))
+        x = self._add(x, self.self_attn.attend(h, k, v))
+        c = self.cross_attn.attend(
+            self.ln2(x),
+            cache.memory_k,
+            cache.memory_v,
+            key_padding_mask=cache.memory_padding_mask,
+        )
         x = self._add(x, c)
         return self._add(x, self.ffn(self.ln3(x)))
 
