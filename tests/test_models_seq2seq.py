@@ -202,7 +202,12 @@ def test_recurrent_greedy_decode_equals_full_prefix_decode(arch):
     with torch.no_grad():
         state = model.encode(src)
         full = _greedy_loop(
-            lambda ys: model.decode(ys, state)[0][:, -1], 2, src.device, BOS, -1, PAD, 20
+            lambda ys: model.decode(ys, state)[0][:, -1],
+            src,
+            bos_id=BOS,
+            eos_id=-1,
+            pad_id=PAD,
+            max_new_tokens=20,
         )
     assert torch.equal(model.greedy_decode(src, BOS, -1, max_new_tokens=20), full)
 

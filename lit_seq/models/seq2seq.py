@@ -39,17 +39,19 @@ def _embeddings(
 
 def _greedy_loop(
     next_logits: Callable[[Tensor], Tensor],
-    B: int,
-    device: torch.device,
+    src: Tensor,
+    *,
     bos_id: int,
     eos_id: int,
     pad_id: int,
     max_new_tokens: int,
 ) -> Tensor:
-    """Batched greedy decoding; ``next_logits`` maps the tokens so far (B, L) to (B, V).
+    """Batched greedy decoding of ``src`` (B, S); ``next_logits`` maps the tokens so far
+    (B, L) to (B, V).
 
     Returns (B, L') tokens after BOS, L' <= max_new_tokens, pad after each EOS.
     """
+    B, device = src.shape[0], src.device
     ys = torch.full((B, 1), bos_id, dtype=torch.long, device=device)  # (B, 1)
     done = torch.zeros(B, dtype=torch.bool, device=device)
     for _ in range(max_new_tokens):
@@ -166,12 +168,11 @@ class TransformerSeq2Seq(nn.Module):
         caches = self.init_cache(memory, src_pad, max_new_tokens)
         return _greedy_loop(
             lambda ys: self.decode_step(ys[:, -1:], caches),
-            src.shape[0],
-            src.device,
-            bos_id,
-            eos_id,
-            self.pad_id,
-            max_new_tokens,
+            src,
+            bos_id=bos_id,
+            eos_id=eos_id,
+            pad_id=self.pad_id,
+            max_new_tokens=max_new_tokens,
         )
 
     @torch.no_grad()
@@ -185,12 +186,11 @@ class TransformerSeq2Seq(nn.Module):
         memory, src_pad = self.encode(src)
         return _greedy_loop(
             lambda ys: self.decode(ys, memory, src_pad)[:, -1],
-            src.shape[0],
-            src.device,
-            bos_id,
-            eos_id,
-            self.pad_id,
-            max_new_tokens,
+            src,
+            bos_id=bos_id,
+            eos_id=eos_id,
+            pad_id=self.pad_id,
+            max_new_tokens=max_new_tokens,
         )
 
 
@@ -263,5 +263,10 @@ class RecurrentSeq2Seq(nn.Module):
             return logits[:, -1]
 
         return _greedy_loop(
-            next_logits, src.shape[0], src.device, bos_id, eos_id, self.pad_id, max_new_tokens
+            next_logits,
+            src,
+            bos_id=bos_id,
+            eos_id=eos_id,
+            pad_id=self.pad_id,
+            max_new_tokens=max_new_tokens,
         )
