@@ -39,6 +39,10 @@ class TrainTimer(L.Callback):
         self.seconds, self.steps = self._totals()
         self._start_time = None
 
+    def elapsed(self) -> float:
+        """Training seconds so far, sessions before this one included."""
+        return self._totals()[0]
+
     def _totals(self) -> tuple[float, int]:
         seconds, steps = self._carried
         if self._start_time is not None:

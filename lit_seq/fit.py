@@ -39,6 +39,7 @@ from lit_seq.checkpoints import (
 from lit_seq.checks import BadInput, check_int
 from lit_seq.csv_log import RunCSVLogger
 from lit_seq.data import TASKS, SyntheticDataModule
+from lit_seq.evaluation import RangeEval, length_curve, validation_scores
 from lit_seq.progress_bar import ThrottledRichProgressBar
 from lit_seq.record import FitResult
 from lit_seq.run_folder import check_not_in_use, check_run, lock_run_dir, run_dir_path
@@ -47,6 +48,7 @@ from lit_seq.safe_yaml import YamlError, load_yaml
 from lit_seq.stop_on_signal import FitInterrupted, StopOnSignal
 from lit_seq.summary import print_metrics
 from lit_seq.systems import SYSTEMS, SequenceSystem
+from lit_seq.target import StopAtTarget, Target, check_target
 from lit_seq.tracking import WANDB_MODES, WANDB_TAG_LIMIT, resolve_wandb_mode
 from lit_seq.trainer_checks import PRECISIONS, check_trainer
 from lit_seq.wandb_logger import GuardedWandbLogger, start_wandb_logger
@@ -94,6 +96,8 @@ class LitSeqCLI(LightningCLI):
         parser.add_argument("--wandb_project", type=str, default="lit_seq", help="W&B project.")
         parser.add_argument("--wandb_group", type=str | None, default=None, help="W&B group.")
         parser.add_argument("--wandb_tags", type=list[str], default=[], help="W&B run tags.")
+        parser.add_class_arguments(Target, "target", instantiate=False)
+        parser.add_class_arguments(RangeEval, "range_eval", instantiate=False)
         # the task decides the sizes; the model never has to be told them by hand
         for key in ("in_features", "out_features", "max_len"):
             parser.link_arguments(f"data.{key}", f"model.init_args.{key}", apply_on="instantiate")
@@ -117,6 +121,7 @@ class LitSeqCLI(LightningCLI):
     def instantiate_trainer(self, **kwargs) -> Trainer:
         # data and system are built by now: only a good configuration gets a run folder
         check_pairing(self.datamodule, self.model)
+        self.target, self.range_eval = check_goals(self.config, self.model)
         self.run_dir = run_dir_path(self.config, self.datamodule.name)
         check_not_in_use(self.run_dir)  # this check and the next read only: a refusal
         check_run(self.config, self.run_dir, self.model)  # changes nothing in the folder
@@ -157,6 +162,8 @@ class LitSeqCLI(LightningCLI):
         self.stop_on_signal = StopOnSignal(folder / LAST)
         callbacks = list(trainer_config.get("callbacks") or [])
         callbacks += [checkpoint, self.stop_on_signal, ResumeState(), TrainTimer()]
+        if self.target.metric is not None:
+            callbacks.append(StopAtTarget(self.target))
         callbacks += [ConfusionMatrixLogger(), AttentionMapLogger()]
         if trainer_config.get("enable_progress_bar") is not False:  # None means the default: on
             callbacks.append(ThrottledRichProgressBar())
@@ -192,6 +199,7 @@ class CheckCLI(LitSeqCLI):
 
     def instantiate_trainer(self, **kwargs) -> None:
         check_pairing(self.datamodule, self.model)
+        check_goals(self.config, self.model)
 
 
 def check_pairing(datamodule: SyntheticDataModule, model: SequenceSystem) -> None:
@@ -203,6 +211,14 @@ def check_pairing(datamodule: SyntheticDataModule, model: SequenceSystem) -> Non
             f"model={type(model).__name__} trains {model.task_kind!r} tasks, but task "
             f"{datamodule.name!r} is {datamodule.task_kind!r}{hint}"
         )
+
+
+def check_goals(config, model: SequenceSystem) -> tuple[Target, RangeEval]:
+    """The config's target and range evaluation, checked against ``model``; else BadInput."""
+    target, range_eval = Target(**config.target), RangeEval(**config.range_eval)
+    check_target(target, ["val/loss", *(f"val/{name}" for name in model.build_metrics())])
+    range_eval.check()
+    return target, range_eval
 
 
 def _with_config(args: list[str] | None) -> list[str]:
@@ -351,12 +367,18 @@ def _fit_and_test(cli: LitSeqCLI) -> FitResult:
         model, datamodule=datamodule, ckpt_path=best or None, verbose=False, weights_only=True
     )
     wandb = _wandb_loggers(trainer)
+    # the tested weights: their validation scores (what a grid selects on) and length curve
+    val_metrics = validation_scores(model, datamodule)
+    curve = length_curve(model, datamodule, cli.range_eval)
+    stopper = next((c for c in trainer.callbacks if isinstance(c, StopAtTarget)), None)
+    reached = stopper.reached if stopper else None
     result = FitResult(
         task=datamodule.name,
         arch=model.hparams.arch,
         system=type(model).__name__,
         main_metric=model.main_metric,
         params=model.num_parameters,
+        train_length=datamodule.train_length,
         steps=trainer.global_step,
         train_seconds=round(timer.seconds, 3),
         samples_per_second=round(timer.steps * datamodule.batch_size / max(timer.seconds, 1e-9), 1),
@@ -366,6 +388,13 @@ def _fit_and_test(cli: LitSeqCLI) -> FitResult:
         wandb_run=wandb[0].run_path() if wandb else "",
         wandb_error=cli.wandb_error or (wandb[0].error if wandb else ""),
         metrics={k: float(v) for result in tested for k, v in result.items()},
+        val_metrics={k: round(v, 6) for k, v in val_metrics.items()},
+        target=cli.target.describe(),
+        target_reached=None if stopper is None else reached is not None,
+        target_step=reached[0] if reached else None,
+        target_seconds=reached[1] if reached else None,
+        curve=curve,
+        chance=model.chance_level,
     )
     result.write(cli.run_dir)
     return result

@@ -41,6 +41,7 @@ class FitResult:
     system: str | None = None  # the LightningModule's class name
     main_metric: str | None = None  # the metric tables lead with (``acc``, ``exact``)
     params: int | None = None
+    train_length: int | None = None  # the longest training sequence: where OOD starts
     steps: int | None = None  # optimizer steps taken in total
     train_seconds: float | None = None  # wall seconds of training, summed over resumes
     samples_per_second: float | None = None
@@ -50,6 +51,15 @@ class FitResult:
     wandb_run: str = ""  # entity/project/id online, the run's folder offline
     wandb_error: str = ""  # what went wrong with W&B, if anything (offline instead, or no W&B)
     metrics: dict[str, float] = field(default_factory=dict)  # test/acc, test_len40/acc, ...
+    # validation of the tested (best) checkpoint: what a grid selects learning rates on
+    val_metrics: dict[str, float] = field(default_factory=dict)  # val/acc, val/loss, ...
+    target: str = ""  # the fit's target (``val/acc>=0.99 x1``), "" when it had none
+    target_reached: bool | None = None  # None: no target
+    target_step: int | None = None  # first step of the streak that held (time-to-target)
+    target_seconds: float | None = None  # training seconds at that step
+    # accuracy-vs-length curve: metric -> {length: value}, lengths as text (JSON keys)
+    curve: dict[str, dict[str, float]] = field(default_factory=dict)
+    chance: float | None = None  # the main metric of a guess (1 / classes), when known
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -85,6 +95,9 @@ class RunRecord(FitResult):
     index: int = 0  # position in the grid: the order of the tables
     config: str = ""  # base config (``lit_seq.assets.shipped_name``)
     overrides: list[str] = field(default_factory=list)  # fit arguments after --config
+    select_axis: str = ""  # the block's select: (lit_seq.ablate.spec.Run)
+    select_metric: str = ""
+    select_group: str = ""
     worker: str = ""  # who ran it: local-<i>:<pid> or ray-<ip>:<pid>
     status: str = "failed"  # ok | failed
     error: str = ""  # one line, for failed runs

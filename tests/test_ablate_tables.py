@@ -4,55 +4,51 @@ import math
 
 import pandas as pd
 
+from lit_seq.record import RunRecord
 from lit_seq.results.plots import held_slice, write_plots
-from lit_seq.results.tables import aggregate_table, summary_markdown
+from lit_seq.results.tables import aggregate_table, runs_table, summary_markdown
+
+
+def _record(block, arch, axes, seed, metrics, **fields) -> RunRecord:
+    cell = "__".join([block, *(f"{k}={v}" for k, v in axes.items())])
+    return RunRecord(
+        run_id=f"{cell}__seed={seed}",
+        block=block,
+        cell=cell,
+        task="echo",
+        arch=arch,
+        axes=axes,
+        axis_order=list(axes),
+        seed=seed,
+        main_metric="acc",
+        status="ok",
+        params=1,
+        steps=1,
+        train_seconds=1.0,
+        samples_per_second=1.0,
+        metrics=metrics,
+        **fields,
+    )
 
 
 def _runs() -> pd.DataFrame:
     """A matrix-like grid: a transformer block crossing residual x n_layers (2 seeds),
     and a recurrent block that does not set those axes."""
-    rows = []
-    for residual in ("true", "false"):
-        for layers in ("2", "6"):
+    records = []
+    for residual in (True, False):
+        for layers in (2, 6):
             for seed in (0, 1):
-                acc = 1.0 if residual == "true" else (0.9 if layers == "2" else 0.5)
-                rows.append(
-                    ("transformer", "transformer", residual, layers, seed, acc + 0.01 * seed)
-                )
+                acc = 1.0 if residual else (0.9 if layers == 2 else 0.5)
+                acc += 0.01 * seed
+                axes = {"residual": residual, "n_layers": layers}
+                metrics = {"test/acc": acc, "test_len20/acc": acc / 2}
+                records.append(_record("transformer", "transformer", axes, seed, metrics))
     for seed in (0, 1):
-        rows.append(("recurrent", "rnn", None, None, seed, 0.8))
-    table = pd.DataFrame(
-        rows, columns=["block", "arch", "residual", "n_layers", "seed", "test/acc"]
-    )
-    table["run_id"] = [f"r{i}" for i in range(len(table))]
-    table["cell"] = (
-        table["block"]
-        + "_"
-        + table["arch"]
-        + "_"
-        + table["residual"].astype(str)
-        + "_"
-        + table["n_layers"].astype(str)
-    )
-    table["task"] = "echo"
-    table["main_metric"] = "acc"
-    table["status"] = "ok"
-    table["test_len20/acc"] = table["test/acc"] / 2
-    for column in ("params", "steps", "train_seconds", "samples_per_second"):
-        table[column] = 1.0
-    order = [
-        "run_id",
-        "block",
-        "cell",
-        "task",
-        "arch",
-        "residual",
-        "n_layers",
-        "seed",
-        "main_metric",
-    ]
-    order += ["params", "steps", "train_seconds", "samples_per_second", "status"]
-    return table[order + ["test/acc", "test_len20/acc"]]
+        metrics = {"test/acc": 0.8, "test_len20/acc": 0.4}
+        records.append(_record("recurrent", "rnn", {}, seed, metrics))
+    for i, record in enumerate(records):
+        record.index = i
+    return runs_table(records)
 
 
 def test_a_one_axis_slice_holds_the_other_axes_at_their_first_value():
@@ -80,12 +76,70 @@ def test_plots_cover_each_axis_and_the_pair_a_block_crosses(tmp_path):
     assert all(p.stat().st_size > 0 for p in paths)
 
 
-def test_summary_shows_mean_and_std_per_cell_and_test_length():
+def test_summary_shows_mean_interval_success_and_per_seed_values():
     aggregate = aggregate_table(_runs())
     text = summary_markdown(aggregate)
-    assert text.startswith("### echo: acc (mean ± std over seeds)")
-    # residual=false at 6 layers: seeds 0.50 and 0.51
-    std = pd.Series([0.5, 0.51]).std()
+    assert text.startswith("### echo: acc — mean [95% t interval]")
+    # residual=false at 6 layers: seeds 0.50 and 0.51 -> mean 0.505, t(0.975, 1) = 12.706
+    half = 12.706 * pd.Series([0.5, 0.51]).std() / math.sqrt(2)
     line = next(x for x in text.splitlines() if "| false | 6 |" in x)
-    assert f"0.505 ± {std:.3f}" in line
-    assert f"{0.505 / 2:.3f}" in line and not math.isnan(std)
+    assert f"0.505 [{0.505 - half:.3f}, {0.505 + half:.3f}]; 0/2; 0.500 0.510" in line
+    line = next(x for x in text.splitlines() if "| true | 2 |" in x)
+    assert "; 2/2; 1.000 1.010" in line  # both seeds at or above 0.99
+    row = aggregate.set_index("cell").loc["transformer__residual=False__n_layers=6"]
+    assert (row["n"], row["seeds"], row["test/acc_min"], row["test/acc_max"]) == (
+        2,
+        "0 1",
+        0.5,
+        0.51,
+    )
+
+
+def test_acc_ood_replaces_acc_past_the_training_length_in_the_summary():
+    records = [
+        _record(
+            "b",
+            "rnn",
+            {},
+            seed,
+            {"test/acc": 1.0, "test_len20/acc": 0.75, "test_len20/acc_ood": 0.5},
+        )
+        for seed in (0, 1)
+    ]
+    header = summary_markdown(aggregate_table(runs_table(records))).splitlines()[2]
+    assert "test acc" in header and "test_len20 acc_ood" in header
+    assert "test_len20 acc |" not in header
+
+
+def test_select_keeps_the_best_validation_run_per_seed_and_says_which_won():
+    records = []
+    # seed 0: lr 0.01 best on validation (test says otherwise: must not matter);
+    # seed 1: lr 0.001 best; seed 2: lr 0.01 failed, lr 0.001 ok
+    val = {(0, 0.01): 0.9, (0, 0.001): 0.8, (1, 0.01): 0.5, (1, 0.001): 0.7, (2, 0.001): 0.6}
+    test = {(0, 0.01): 0.1, (0, 0.001): 0.99, (1, 0.01): 0.2, (1, 0.001): 0.3, (2, 0.001): 0.4}
+    for seed in (0, 1, 2):
+        for lr in (0.01, 0.001):
+            ok = (seed, lr) in val
+            records.append(
+                _record(
+                    "b",
+                    "transformer",
+                    {"lr": lr},
+                    seed,
+                    {"test/acc": test[seed, lr]} if ok else {},
+                    val_metrics={"val/acc": val[seed, lr]} if ok else {},
+                    select_axis="lr",
+                    select_metric="val/acc",
+                    select_group="b",
+                )
+            )
+            records[-1].status = "ok" if ok else "failed"
+            records[-1].index = len(records)
+    runs = runs_table(records)
+    assert runs["selected"].tolist() == [True, False, False, True, False, True]
+    aggregate = aggregate_table(runs)
+    assert aggregate["cell"].tolist() == ["b"]
+    row = aggregate.iloc[0]
+    assert row["selected"] == "lr by val/acc: 0.01 0.001 0.001"
+    assert row["test/acc_values"] == "0.100 0.300 0.400"
+    assert (row["n"], row["failed"], row["lr"]) == (3, 0, "selected")

@@ -21,7 +21,7 @@ PARITY = str(REPO / "configs" / "parity_sum" / "transformer.yaml")
             ["--config", SIGNAL, "--model.arch=gru"],
             r"arch='gru' is not one of \['transformer', 'rnn', 'lstm'\]",
         ),
-        (["--config", SIGNAL, "--model.pos_mode=rotary"], r"pos_mode='rotary' is not one of"),
+        (["--config", SIGNAL, "--model.pos_mode=rotry"], r"pos_mode='rotry' is not one of"),
         (["--config", SIGNAL, "--model.readout=max"], r"readout='max' is not one of"),
         (["--config", SIGNAL, "--model.n_heads=5"], r"d_model.*n_heads"),
         (["--config", SIGNAL, "--model.schedule=step"], r"schedule='step' is not one of"),

@@ -26,6 +26,8 @@ LAYERS = {
     "results": 2,
     "systems": 3,
     "callbacks": 4,
+    "evaluation": 4,
+    "target": 4,
     "checkpoints": 4,
     "run_folder": 4,
     "csv_log": 4,
@@ -37,6 +39,7 @@ LAYERS = {
     "fit": 5,
     "ablate": 6,
     "report": 7,
+    "compare": 7,
     "positions": 7,
     "bench": 7,
 }

@@ -30,7 +30,7 @@ AXES: dict[str, str] = {
     "batch_size": "data.init_args.batch_size",
 }
 
-ROOTS = ("model", "data", "trainer")
+ROOTS = ("model", "data", "trainer", "target", "range_eval")
 # set by the driver itself: a grid that sets them would silently fight it
 RESERVED = {
     "seed_everything": "seeds come from the grid's `seeds:` list",

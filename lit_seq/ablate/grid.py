@@ -64,7 +64,18 @@ def check_cells(runs: list[Run], where: str) -> list[Run]:
             cost = max(1, steps or 1) * max(1, hp.get("n_layers", 1))
             built[key] = {"task": cli.datamodule.name, "arch": hp.arch, "cost": float(cost)}
             built[key]["digest"] = config_digest(cli.config)
-        cell = built[key]
+            built[key]["val_metrics"] = [f"val/{m}" for m in cli.model.build_metrics()]
+            built[key]["main"] = f"val/{cli.model.main_metric}"
+        cell = dict(built[key])
+        val_metrics, main = cell.pop("val_metrics"), cell.pop("main")
+        if run.select_axis:
+            metric = run.select_metric or main
+            if metric not in val_metrics:
+                raise BadGrid(
+                    f"{where}: block {run.block!r}: select.metric={metric!r} is not one of "
+                    f"{val_metrics}"
+                )
+            cell["select_metric"] = metric
         digest = hashlib.sha256(f"{cell['digest']}:{run.seed}".encode()).hexdigest()[:16]
         checked.append(dataclasses.replace(run, **{**cell, "digest": digest}))
     return checked

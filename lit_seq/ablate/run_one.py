@@ -68,6 +68,9 @@ def base_record(run: Run, job: GridJob, worker: str = "") -> RunRecord:
         overrides=list(run.overrides),
         task=run.task or None,
         arch=run.arch or None,
+        select_axis=run.select_axis,
+        select_metric=run.select_metric,
+        select_group=run.select_group,
         worker=worker,
         run_dir=str(run_dir(job.out_dir, run.run_id)),
     )

@@ -29,7 +29,8 @@ from lit_seq.record import format_value
 from lit_seq.safe_yaml import YamlError, load_yaml
 
 GRID_KEYS = ("name", "description", "seeds", "overrides", "blocks", "ray")
-BLOCK_KEYS = ("name", "config", "axes", "overrides")
+BLOCK_KEYS = ("name", "config", "axes", "overrides", "select")
+SELECT_KEYS = ("axis", "metric")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
 
@@ -51,6 +52,12 @@ class Run:
     arch: str = ""
     cost: float = 1.0  # optimizer steps x layers: a run's relative length
     digest: str = ""  # hash of its resolved configuration and seed: what it computes
+    # a block's ``select:``: per seed, the tables keep the value of this axis whose run has
+    # the best validation metric (e.g. the learning rate); the runs that compete share
+    # ``select_group``, the cell id without that axis
+    select_axis: str = ""
+    select_metric: str = ""  # val/<metric>; set by the cell check when the grid omits it
+    select_group: str = ""
 
     def __hash__(self) -> int:  # axes is a dict, so the generated hash would fail
         return hash(self.run_id)
@@ -97,6 +104,23 @@ def _check_axes(axes: object, where: str) -> dict:
         if len({format_value(v) for v in values}) != len(values):
             raise BadGrid(f"{where}: axis {key!r} repeats a value: {values!r}")
     return dict(axes)
+
+
+def _check_select(select: object, axes: dict, where: str) -> dict:
+    """A block's ``select: {axis: lr, metric: val/acc}``: the axis must vary in the block."""
+    if select is None:
+        return {}
+    select = _check_keys(select, SELECT_KEYS, f"{where}: select")
+    axis = select.get("axis")
+    varied = [k for k, values in axes.items() if len(values) > 1 and k != "task"]
+    if axis not in varied:
+        raise BadGrid(
+            f"{where}: select.axis={axis!r} must be an axis the block varies: one of {varied}"
+        )
+    metric = select.get("metric", "")
+    if metric and (not isinstance(metric, str) or not metric.startswith("val/")):
+        raise BadGrid(f"{where}: select.metric={metric!r} must be a validation metric (val/...)")
+    return {"axis": axis, "metric": metric or ""}
 
 
 def _check_tasks(values: list, where: str) -> None:
@@ -157,6 +181,7 @@ def parse_spec(raw: object, where: str = "grid") -> dict:
                 "config": config,
                 "axes": axes,
                 "overrides": _check_overrides(block.get("overrides"), bwhere),
+                "select": _check_select(block.get("select"), axes, bwhere),
             }
         )
     names = [b["name"] for b in spec["blocks"]]
@@ -203,6 +228,11 @@ def expand(spec: dict) -> list[Run]:
             set_by_config = {"task"} | (set() if block["config"] else {"arch"})
             cell_args = {k: v for k, v in axes.items() if k not in set_by_config}
             cell = "__".join([block["name"], *(_id_part(k, v) for k, v in axes.items())])
+            select = block.get("select") or {}
+            group = ""
+            if select:
+                kept = [_id_part(k, v) for k, v in axes.items() if k != select["axis"]]
+                group = "__".join([block["name"], *kept])
             for seed in spec["seeds"]:
                 overrides = [
                     *_args(spec["overrides"]),
@@ -220,6 +250,9 @@ def expand(spec: dict) -> list[Run]:
                     config=config,
                     overrides=tuple(overrides),
                     index=len(runs),
+                    select_axis=select.get("axis", ""),
+                    select_metric=select.get("metric", ""),
+                    select_group=group,
                 )
                 runs.append(run)
     ids = [r.run_id for r in runs]

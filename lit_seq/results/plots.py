@@ -1,8 +1,14 @@
 """PNG plots of a grid: the main metric per task and axis, at every test length.
 
-Each plot is one group of bars per test set (training length, then the length-generalisation
-lengths) and one bar per value of what it varies; height = mean over the ok runs, error bar =
-their std over seeds.
+Each plot is one group of bars per test set, labelled by its length (the training length,
+then the length-generalisation lengths, scored on the positions past training, ``acc_ood``,
+where the task has it) and one bar per value of what it varies; height = mean over the ok
+runs, error bar = their std over seeds (none for a single seed); the legend gives n and a
+dotted line the chance level. Runs a ``select:`` block did not keep are left out.
+
+``plots/curve_<task>_<axis>.png`` (grids run with ``range_eval``) draws accuracy against
+length per value of the axis: the mean over seeds, the band from the worst to the best seed,
+the training length as a dashed line and the chance level as a dotted one.
 
 A plot varies one thing and holds the rest still, so that it compares like with like:
 
@@ -21,7 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from lit_seq.results.tables import ID_COLUMNS, RUN_COLUMNS, STATUS_COLUMNS, metric_order
+from lit_seq.record import RunRecord
+from lit_seq.results.tables import NOT_AXES, summary_keys
 
 PLOTS = "plots"
 MAX_PAIR_BARS = 8
@@ -29,7 +36,7 @@ MAX_PAIR_BARS = 8
 
 def plot_axes(runs: pd.DataFrame) -> list[str]:
     """Columns a plot can be drawn over: arch and every grid axis."""
-    skip = set(ID_COLUMNS + RUN_COLUMNS + STATUS_COLUMNS) - {"arch"}
+    skip = set(NOT_AXES) - {"arch"}
     return [c for c in runs.columns if c not in skip and "/" not in c]
 
 
@@ -54,23 +61,51 @@ def held_slice(rows: pd.DataFrame, varied: list[str]) -> tuple[pd.DataFrame, dic
     return rows, held
 
 
+def _length_label(key: str, rows: pd.DataFrame) -> str:
+    """``test_len40/acc_ood`` -> ``40 (acc_ood)``; ``test/acc`` -> ``10 (train)``."""
+    prefix, metric = key.split("/")
+    length = re.fullmatch(r"test_len(\d+)", prefix)
+    if length:
+        return f"{length.group(1)}" + (" (ood)" if metric == "acc_ood" else "")
+    train = rows["train_length"].dropna() if "train_length" in rows else []
+    return f"{int(train.iloc[0])} (train)" if len(train) else "train length"
+
+
+def _chance(rows: pd.DataFrame) -> float | None:
+    chance = rows["chance"].dropna() if "chance" in rows else []
+    return float(chance.iloc[0]) if len(chance) else None
+
+
 def _bar_plot(path: Path, rows: pd.DataFrame, varied: list[str], metric: str, title: str):
     import matplotlib.pyplot as plt
 
-    keys = [c for c in rows.columns if c.endswith(f"/{metric}") and rows[c].notna().any()]
-    keys = sorted(keys, key=metric_order)
+    # the test sets the summary shows (summary_keys reads an aggregate's <metric>_mean)
+    shaped = rows.rename(columns={k: f"{k}_mean" for k in rows.columns if "/" in k})
+    keys = summary_keys(shaped, metric)
     labels = rows[varied].astype(str).agg(", ".join, axis=1)
     order = list(dict.fromkeys(labels))
-    stats = rows.groupby(labels, sort=False)[keys].agg(["mean", "std"])
+    stats = rows.groupby(labels, sort=False)[keys].agg(["mean", "std", "count"])
     fig, ax = plt.subplots(figsize=(3.2 + 0.45 * len(keys) * len(order), 3.2))
     width = 0.8 / len(order)
     for i, label in enumerate(order):
         means = [stats.loc[label, (k, "mean")] for k in keys]
+        counts = [int(stats.loc[label, (k, "count")]) for k in keys]
         stds = [stats.loc[label, (k, "std")] for k in keys]
         xs = [j + (i - (len(order) - 1) / 2) * width for j in range(len(keys))]
-        errors = [0.0 if pd.isna(s) else s for s in stds]  # one seed: no bar
-        ax.bar(xs, means, width, yerr=errors, capsize=3, label=label)
-    ax.set_xticks(range(len(keys)), [k.split("/")[0] for k in keys])
+        errors = None if max(counts) < 2 else [0.0 if pd.isna(s) else s for s in stds]
+        ax.bar(
+            xs,
+            means,
+            width,
+            yerr=errors,
+            capsize=3 if errors else 0,
+            label=f"{label} (n={max(counts)})",
+        )
+    chance = _chance(rows)
+    if chance is not None:
+        ax.axhline(chance, color="grey", linestyle=":", linewidth=1, label=f"chance {chance:g}")
+    ax.set_xticks(range(len(keys)), [_length_label(k, rows) for k in keys], fontsize=7)
+    ax.set_xlabel("test length")
     ax.set_ylabel(metric)
     ax.set_title(title, fontsize=8)
     legend_title = ", ".join(varied)
@@ -81,6 +116,64 @@ def _bar_plot(path: Path, rows: pd.DataFrame, varied: list[str], metric: str, ti
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def _curve_plot(
+    path: Path,
+    rows: pd.DataFrame,
+    records: dict[str, RunRecord],
+    axis: str,
+    metric: str,
+    title: str,
+) -> bool:
+    """Accuracy-vs-length lines of ``rows`` by ``axis``; False when no run has a curve."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.0, 3.4))
+    drawn = False
+    for value, group in rows.groupby(axis, sort=False):
+        curves = [records[r].curve.get(metric, {}) for r in group["run_id"] if r in records]
+        curves = [c for c in curves if c]
+        if not curves:
+            continue
+        table = pd.DataFrame([{int(k): v for k, v in c.items()} for c in curves])
+        table = table[sorted(table.columns)]
+        line = ax.plot(table.columns, table.mean(), label=f"{value} (n={len(curves)})")[0]
+        if len(curves) > 1:
+            ax.fill_between(
+                table.columns,
+                table.min(),
+                table.max(),
+                alpha=0.15,
+                color=line.get_color(),
+                linewidth=0,
+            )
+        drawn = True
+    if drawn:
+        train = rows["train_length"].dropna()
+        if len(train):
+            ax.axvline(
+                train.iloc[0],
+                color="black",
+                linestyle="--",
+                linewidth=1,
+                label=f"training length {int(train.iloc[0])}",
+            )
+        chance = _chance(rows)
+        if chance is not None:
+            ax.axhline(chance, color="grey", linestyle=":", linewidth=1, label=f"chance {chance:g}")
+        ax.set_xlabel("sequence length")
+        ax.set_ylabel(f"{metric} (mean over seeds; band: min-max)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(title, fontsize=8)
+        ax.legend(
+            title=axis, fontsize=7, title_fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1)
+        )
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return drawn
 
 
 def _title(task: str, metric: str, varied: list[str], held: dict) -> str:
@@ -94,17 +187,22 @@ def _file_name(task: str, varied: list[str]) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", f"{task}_{'_x_'.join(varied)}") + ".png"
 
 
-def write_plots(out_dir: Path, runs: pd.DataFrame) -> list[Path]:
-    """Write the single-axis and axis-pair plots of every task; return their paths."""
+def write_plots(
+    out_dir: Path, runs: pd.DataFrame, records: dict[str, RunRecord] | None = None
+) -> list[Path]:
+    """Write the single-axis and axis-pair plots of every task (and the length curves of
+    ``records`` that have one); return their paths."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, never a window
 
     folder = Path(out_dir) / PLOTS
     written = []
-    ok = runs[runs["status"] == "ok"]
+    ok = runs[(runs["status"] == "ok") & runs["selected"].ne(False)]
     for task, rows in ok.groupby("task", sort=False):
         metric = rows["main_metric"].dropna().iloc[0]
+        # a select: axis is chosen per seed, not compared (nor held at one value)
+        rows = rows.drop(columns=list(set(rows["select_axis"].dropna()) - {""}))
         axes = [a for a in plot_axes(rows) if len(_values(rows, a)) > 1]
         plans = [[a] for a in axes]
         for a, b in itertools.combinations(axes, 2):
@@ -119,4 +217,9 @@ def write_plots(out_dir: Path, runs: pd.DataFrame) -> list[Path]:
             path = folder / _file_name(task, varied)
             _bar_plot(path, chosen, varied, metric, _title(task, metric, varied, held))
             written.append(path)
+            if records and len(varied) == 1:
+                path = folder / ("curve_" + _file_name(task, varied))
+                title = _title(task, metric, varied, held) + " vs length"
+                if _curve_plot(path, chosen, records, varied[0], metric, title):
+                    written.append(path)
     return written

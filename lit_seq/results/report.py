@@ -22,7 +22,8 @@ def build_report(
     NoRecords if there is no record, or if any record cannot be read.
     """
     unreadable: list[Path] = []
-    records = list(read_records(out_dir, unreadable).values())
+    by_id = read_records(out_dir, unreadable)
+    records = list(by_id.values())
     if unreadable:  # a table silently short of a seed would misreport its cell
         names = ", ".join(p.name for p in unreadable[:3])
         raise NoRecords(
@@ -34,6 +35,6 @@ def build_report(
     runs = runs_table(records)
     aggregate = aggregate_table(runs)
     write_tables(out_dir, runs, aggregate)
-    plots = write_plots(out_dir, runs)
+    plots = write_plots(out_dir, runs, by_id)
     print_aggregate(aggregate, console)
     return runs, aggregate, plots

@@ -1,9 +1,19 @@
 """Result tables of a grid, built from its records alone.
 
-``runs``: one row per run (every axis, seed, size, speed, status, every test metric, W&B
-run, checkpoint). ``aggregate``: one row per cell (block + axis values) with the mean and
-std over its ok seeds of every metric, and ``n`` (ok seeds) and ``failed``. Both are saved
-as CSV, Parquet and Markdown; ``summary.md`` (and the console) show the main metric per task.
+``runs``: one row per run (every axis, seed, size, speed, time-to-target, status, every
+validation and test metric, W&B run, checkpoint). ``aggregate``: one row per cell (block +
+axis values) with, for every metric over its ok seeds: mean, std, the 95% t interval
+(``lit_seq.results.stats``), min, max and the per-seed values, plus ``n`` (ok seeds),
+``failed``, the seeds, and the success rate of the main metric (seeds at or above
+``SUCCESS_THRESHOLD``) at every test length. Both are saved as CSV, Parquet and Markdown;
+``summary.md`` (and the console) show per task the main metric at the training length and
+past it (``acc_ood`` on the positions no training sequence had, where the task has it).
+
+A block with ``select: {axis: lr}`` competes the values of that axis per seed: of the
+runs that differ only in it (their ``select_group``), the tables keep the one with the best
+validation metric (``select_metric`` of the tested checkpoint; the test sets play no part;
+ties go to the first value in grid order), and the aggregate row says which value won for
+each seed. The runs table keeps every run, with ``selected`` true or false.
 """
 
 import math
@@ -17,11 +27,17 @@ from rich.table import Table
 from lit_seq.io import atomic_write_text
 from lit_seq.record import RunRecord, format_value
 from lit_seq.results.markdown import markdown_cell, markdown_table
+from lit_seq.results.stats import success_rate, t_interval
 
 ID_COLUMNS = ["run_id", "block", "cell", "task", "arch"]
-RUN_COLUMNS = ["seed", "main_metric", "params", "steps", "train_seconds", "samples_per_second"]
+RUN_COLUMNS = ["seed", "main_metric", "params", "train_length", "steps", "train_seconds"]
+RUN_COLUMNS += ["samples_per_second"]
+RUN_COLUMNS += ["target", "target_reached", "target_step", "target_seconds", "chance"]
+SELECT_COLUMNS = ["select_axis", "select_metric", "select_group", "selected"]
 STATUS_COLUMNS = ["status", "error", "warning", "wandb_run", "best_checkpoint"]
-MEAN_ONLY = ["params", "steps", "train_seconds", "samples_per_second"]
+MEAN_ONLY = ["params", "steps", "train_seconds", "samples_per_second", "target_seconds"]
+NOT_AXES = ID_COLUMNS + RUN_COLUMNS + SELECT_COLUMNS + STATUS_COLUMNS
+SUCCESS_THRESHOLD = 0.99  # a seed "solves" a test set when its main metric is at least this
 
 
 def metric_order(key: str) -> tuple:
@@ -42,41 +58,107 @@ def runs_table(records: list[RunRecord]) -> pd.DataFrame:
     records = sorted(records, key=lambda r: (r.index, r.run_id))
     axes = axis_columns(records)
     metrics = sorted({k for r in records for k in r.metrics}, key=metric_order)
+    val_metrics = sorted({k for r in records for k in r.val_metrics})
     rows = []
     for r in records:
         row = {c: getattr(r, c) for c in ID_COLUMNS}
         # axis values as text: one type per column, whatever each block put in it
         row.update({a: format_value(r.axes[a]) if a in r.axes else None for a in axes})
-        row.update({c: getattr(r, c) for c in RUN_COLUMNS + STATUS_COLUMNS})
+        row.update({c: getattr(r, c) for c in RUN_COLUMNS + SELECT_COLUMNS[:3] + STATUS_COLUMNS})
+        row.update({m: r.val_metrics.get(m) for m in val_metrics})
         row.update({m: r.metrics.get(m) for m in metrics})
         rows.append(row)
-    columns = ID_COLUMNS + axes + RUN_COLUMNS + STATUS_COLUMNS + metrics
-    return pd.DataFrame(rows, columns=columns)
+    columns = ID_COLUMNS + axes + RUN_COLUMNS + SELECT_COLUMNS[:3] + STATUS_COLUMNS
+    runs = pd.DataFrame(rows, columns=columns + val_metrics + metrics)
+    runs.insert(columns.index("select_group") + 1, "selected", _selected(runs))
+    return runs
+
+
+def _selected(runs: pd.DataFrame) -> list:
+    """Per run: True / False in a ``select:`` block (best validation metric per seed), else None.
+
+    A seed none of whose competing runs is ok keeps its first run (failed), so the cell
+    counts it as failed instead of dropping it.
+    """
+    chosen: list = [None] * len(runs)
+    competing = runs[runs["select_axis"].fillna("") != ""]
+    for _, rows in competing.groupby(["select_group", "seed"], sort=False):
+        metric = rows["select_metric"].iloc[0]
+        ok = rows[rows["status"] == "ok"]
+        values = pd.to_numeric(ok[metric]) if metric in ok else pd.Series(dtype=float)
+        values = values.dropna()
+        if values.empty:
+            pick = rows.index[0]
+        else:
+            pick = values.idxmin() if metric.endswith("loss") else values.idxmax()
+        for index in rows.index:
+            chosen[runs.index.get_loc(index)] = index == pick
+    return chosen
 
 
 def metric_columns(runs: pd.DataFrame) -> list[str]:
     return [c for c in runs.columns if "/" in c]
 
 
-def aggregate_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell: mean and std over its ok seeds (std is empty for one seed)."""
-    axes = [c for c in runs.columns if c not in ID_COLUMNS + RUN_COLUMNS + STATUS_COLUMNS]
-    axes = [c for c in axes if "/" not in c]
+def _per_seed(values: pd.Series) -> str:
+    return " ".join(f"{v:.3f}" for v in values)
+
+
+def aggregate_table(runs: pd.DataFrame, success_threshold: float = SUCCESS_THRESHOLD):
+    """One row per cell: its seeds' statistics for every metric (std and interval need n >= 2).
+
+    The runs a ``select:`` block dropped (``selected`` false) are left out; their cell is
+    the ``select_group`` and the selected axis column lists the winning value per seed.
+    """
+    axes = [c for c in runs.columns if c not in NOT_AXES and "/" not in c]
     metrics = metric_columns(runs)
+    kept = runs[runs["selected"].ne(False)].copy()
+    grouped = kept["select_group"].fillna("") != ""
+    kept.loc[grouped, "cell"] = kept.loc[grouped, "select_group"]
     rows = []
-    for cell, group in runs.groupby("cell", sort=False):
+    for cell, group in kept.groupby("cell", sort=False):
+        group = group.sort_values("seed")
         ok = group[group["status"] == "ok"]
         row = {"cell": cell}
-        for column in ["block", "task", "arch", *axes, "main_metric"]:
+        for column in [
+            "block",
+            "task",
+            "arch",
+            *axes,
+            "main_metric",
+            "train_length",
+            "target",
+            "chance",
+        ]:
             known = group[column].dropna()
             row[column] = known.iloc[0] if len(known) else None
         row.update(n=len(ok), failed=len(group) - len(ok))
+        row["seeds"] = " ".join(str(s) for s in ok["seed"])
+        axis = group["select_axis"].dropna()
+        if len(axis) and axis.iloc[0]:
+            row[axis.iloc[0]] = "selected"
+            row["selected"] = f"{axis.iloc[0]} by {group['select_metric'].iloc[0]}: " + " ".join(
+                str(v) for v in ok[axis.iloc[0]]
+            )
+        reached = ok["target_reached"].dropna()
+        row["target_reached"] = f"{int(reached.sum())}/{len(reached)}" if len(reached) else None
         for column in MEAN_ONLY:
-            row[column] = pd.to_numeric(ok[column]).mean() if len(ok) else math.nan
+            values = pd.to_numeric(ok[column]).dropna()
+            row[column] = values.mean() if len(values) else math.nan
+        main = row["main_metric"] or "acc"
         for column in metrics:
-            values = pd.to_numeric(ok[column])
-            row[f"{column}_mean"] = values.mean() if len(ok) else math.nan
-            row[f"{column}_std"] = values.std() if len(ok) > 1 else math.nan
+            values = pd.to_numeric(ok[column]).dropna()
+            interval = t_interval(list(values))
+            row[f"{column}_mean"] = interval.mean
+            row[f"{column}_std"] = values.std() if len(values) > 1 else math.nan
+            row[f"{column}_ci_low"] = interval.low
+            row[f"{column}_ci_high"] = interval.high
+            row[f"{column}_min"] = values.min() if len(values) else math.nan
+            row[f"{column}_max"] = values.max() if len(values) else math.nan
+            row[f"{column}_values"] = _per_seed(values)
+            if column.startswith("test") and column.split("/")[1] in (main, "acc_ood"):
+                hits, n = success_rate(list(values), success_threshold)
+                row[f"{column}_success"] = f"{hits}/{n}"
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -102,37 +184,70 @@ def write_tables(out_dir: Path, runs: pd.DataFrame, aggregate: pd.DataFrame) -> 
     return [*written, Path(out_dir) / "summary.md"]
 
 
-def _mean_std(mean: float, std: float) -> str:
+def summary_keys(rows: pd.DataFrame, metric: str) -> list[str]:
+    """The test metrics a task's summary shows, by test length.
+
+    The main metric at the training length; past it, ``acc_ood`` (the positions no
+    training sequence had) instead of an ``acc`` that also counts the first N positions,
+    and beside the main metric when that is another one (seq2seq: exact and token acc_ood).
+    """
+    present = {c[: -len("_mean")] for c in rows.columns if c.endswith("_mean")}
+    present = {k for k in present if k.startswith("test") and rows[f"{k}_mean"].notna().any()}
+    keys = []
+    for prefix in sorted({k.split("/")[0] for k in present}, key=lambda p: metric_order(p + "/")):
+        ood = f"{prefix}/acc_ood" in present
+        if f"{prefix}/{metric}" in present and not (ood and metric == "acc"):
+            keys.append(f"{prefix}/{metric}")
+        if ood:
+            keys.append(f"{prefix}/acc_ood")
+    return keys
+
+
+def summary_cell(row: pd.Series, key: str, per_seed: bool = True) -> str:
+    """``mean [95% t interval]; successes/n; per-seed values`` (``-`` when nothing ran)."""
+    mean = row[f"{key}_mean"]
     if math.isnan(mean):
         return "-"
-    return f"{mean:.3f}" if math.isnan(std) else f"{mean:.3f} ± {std:.3f}"
+    low, high = row[f"{key}_ci_low"], row[f"{key}_ci_high"]
+    text = f"{mean:.3f}" if math.isnan(low) else f"{mean:.3f} [{low:.3f}, {high:.3f}]"
+    success = row.get(f"{key}_success")
+    if isinstance(success, str):
+        text += f"; {success}"
+    return f"{text}; {row[f'{key}_values']}" if per_seed else text
 
 
-def task_summaries(aggregate: pd.DataFrame) -> list[tuple[str, list[str], list[list[str]]]]:
+def task_summaries(
+    aggregate: pd.DataFrame, per_seed: bool = True
+) -> list[tuple[str, list[str], list[list[str]]]]:
     """Per task: (title, header, rows) of the cells' main metric at every test length.
 
     Only what tells the cells apart is shown: the block and the axes that vary within the
-    task; then ``n`` (ok seeds), the main metric as mean ± std per test set, and ``failed``
-    when any run of the task failed.
+    task; then ``n`` (ok seeds), per :func:`summary_keys` test metric the mean with its
+    95% t interval, the success rate and the per-seed values, the selected values of a
+    ``select:`` block, and ``failed`` when any run of the task failed.
     """
     summaries = []
     for task, rows in aggregate.groupby("task", sort=False, dropna=False):
         main = rows["main_metric"].dropna()
         metric = main.iloc[0] if len(main) else "acc"
-        keys = [c[: -len("_mean")] for c in rows.columns if c.endswith(f"/{metric}_mean")]
-        keys = sorted((k for k in keys if rows[f"{k}_mean"].notna().any()), key=metric_order)
+        keys = summary_keys(rows, metric)
         varying = [c for c in rows.columns[1 : list(rows.columns).index("main_metric")]]
         varying = [c for c in varying if c != "task" and rows[c].nunique(dropna=False) > 1]
         varying = varying or ["cell"]
         show_failed = rows["failed"].sum() > 0
-        header = [*varying, "n", *(k.split("/")[0] for k in keys)]
+        show_selected = "selected" in rows and rows["selected"].notna().any()
+        header = [*varying, "n", *(k.replace("/", " ") for k in keys)]
+        header += ["selected"] if show_selected else []
         header += ["failed"] if show_failed else []
         body = []
         for _, row in rows.iterrows():
             cells = [markdown_cell(row[c]) for c in varying] + [str(row["n"])]
-            cells += [_mean_std(row[f"{k}_mean"], row[f"{k}_std"]) for k in keys]
+            cells += [summary_cell(row, k, per_seed) for k in keys]
+            cells += [markdown_cell(row["selected"])] if show_selected else []
             body.append(cells + ([str(row["failed"])] if show_failed else []))
-        summaries.append((f"{task}: {metric} (mean ± std over seeds)", header, body))
+        title = f"{task}: {metric} — mean [95% t interval]; seeds >= {SUCCESS_THRESHOLD}"
+        title += "; per-seed values" if per_seed else " (per-seed values: summary.md)"
+        summaries.append((title, header, body))
     return summaries
 
 
@@ -148,7 +263,7 @@ def summary_markdown(aggregate: pd.DataFrame) -> str:
 def print_aggregate(aggregate: pd.DataFrame, console: Console | None = None) -> None:
     """:func:`task_summaries` as rich tables on the console."""
     console = console or Console()
-    for title, header, body in task_summaries(aggregate):
+    for title, header, body in task_summaries(aggregate, per_seed=False):
         table = Table(title=title)
         for i, column in enumerate(header):
             numeric = i >= header.index("n")

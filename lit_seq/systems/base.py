@@ -17,6 +17,7 @@ from torchmetrics import MetricCollection
 
 from lit_seq.checks import check_choice, check_float, check_int
 from lit_seq.models import BACKBONES, build_backbone, count_parameters
+from lit_seq.systems.metrics import StepAccuracy
 from lit_seq.systems.schedules import SCHEDULES, schedule_factor
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
@@ -32,6 +33,8 @@ class SequenceSystem(L.LightningModule):
 
     task_kind: ClassVar[str] = ""  # the data modules it trains: their ``task_kind``
     main_metric: ClassVar[str] = "acc"
+    # one prediction per position: longer test sets also score positions past training alone
+    per_step: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -65,8 +68,8 @@ class SequenceSystem(L.LightningModule):
             n_heads: Attention heads (transformer only); must divide ``d_model``.
             d_ff: Feed-forward width (transformer only); ``None`` means ``4 * d_model``.
             dropout: Dropout probability inside the backbone.
-            pos_mode: Positional encoding (transformer only): ``sinusoidal``,
-                ``learnable`` or ``none``.
+            pos_mode: Positional encoding (transformer only): ``sinusoidal``, ``learnable``,
+                ``none``, ``rotary``, ``alibi``, ``relative`` or ``randomized``.
             residual: Keep the residual connections (transformer only); ``False`` is the
                 no-residual ablation.
             bidirectional: Read the sequence both ways (rnn/lstm, non-causal tasks only).
@@ -134,17 +137,38 @@ class SequenceSystem(L.LightningModule):
         )
 
     @property
+    def chance_level(self) -> float | None:
+        """The main metric of guessing (uniform over the classes); None when not defined."""
+        return None
+
+    @property
     def num_parameters(self) -> int:
         return count_parameters(self.net)
 
     # -- Lightning hooks, in Lightning's order -------------------------------------------
 
+    def test_metrics_for(self, length: int, train_length: int) -> MetricCollection:
+        """The metrics of a test set of sequence ``length`` (unprefixed).
+
+        A per-step system adds ``acc_ood`` to a set longer than ``train_length``: accuracy
+        on positions >= ``train_length`` only, the positions no training sequence had (its
+        ``acc`` also counts the first ``train_length`` positions, which a model that fails
+        past them still gets right).
+        """
+        metrics = self.build_metrics()
+        if self.per_step and length > train_length:
+            metrics.add_metrics({"acc_ood": StepAccuracy(from_position=train_length)})
+        return metrics
+
     def setup(self, stage: str) -> None:
         datamodule = getattr(self.trainer, "datamodule", None)
         prefixes = getattr(datamodule, "test_prefixes", ["test"])
-        for prefix in prefixes:
+        lengths = getattr(datamodule, "test_lengths", [0] * len(prefixes))
+        train_length = getattr(datamodule, "train_length", 0)
+        for prefix, length in zip(prefixes, lengths, strict=True):
             if prefix not in self.test_metrics:
-                self.test_metrics[prefix] = self.build_metrics().clone(prefix=f"{prefix}/")
+                metrics = self.test_metrics_for(length, train_length)
+                self.test_metrics[prefix] = metrics.clone(prefix=f"{prefix}/")
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         loss = self.loss(batch)

@@ -19,6 +19,7 @@ class StepBinary(SequenceSystem):
 
     task_kind = "binary"
     main_metric = "acc"
+    per_step = True
 
     def __init__(self, causal: bool = True, **kwargs) -> None:
         """
@@ -34,6 +35,10 @@ class StepBinary(SequenceSystem):
             out_features=1,
             d_model=hp.d_model,
         )
+
+    @property
+    def chance_level(self) -> float:
+        return 0.5
 
     def build_metrics(self) -> MetricCollection:
         return MetricCollection(

@@ -44,6 +44,10 @@ class SequenceClassification(SequenceSystem):
         )
         self.confusion = MulticlassConfusionMatrix(num_classes=hp.out_features)
 
+    @property
+    def chance_level(self) -> float:
+        return 1.0 / self.hparams.out_features
+
     def build_metrics(self) -> MetricCollection:
         n = self.hparams.out_features
         return MetricCollection(

@@ -37,10 +37,24 @@ class _Fraction(Metric):
 
 
 class StepAccuracy(_Fraction):
-    """Fraction of scored positions where ``preds == target``; inputs (B, T)."""
+    """Fraction of scored positions where ``preds == target``; inputs (B, T).
+
+    Args:
+        from_position: count only positions t >= this (0: all). With the training length
+            N it scores what a model never trained on: ``acc_ood`` of a test set of length
+            2N is its accuracy on positions N .. 2N - 1 alone. Example: a model right at
+            positions 0-9 and at chance after them scores acc 0.75 and acc_ood 0.5 at 2N = 20.
+    """
+
+    def __init__(self, from_position: int = 0, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.from_position = from_position
 
     def update(self, preds: Tensor, target: Tensor, mask: Tensor | None = None) -> None:
         mask = _check_shapes(preds, target, mask)
+        if self.from_position:
+            mask = mask.clone()
+            mask[:, : self.from_position] = False
         self.correct += ((preds == target) & mask).sum()
         self.total += mask.sum()
 

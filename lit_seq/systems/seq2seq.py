@@ -21,6 +21,7 @@ class Seq2Seq(SequenceSystem):
 
     task_kind = "seq2seq"
     main_metric = "exact"
+    per_step = True
 
     def __init__(
         self, label_smoothing: float = 0.1, share_embeddings: bool = True, **kwargs

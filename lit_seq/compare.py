@@ -1,0 +1,70 @@
+"""Compare two cells of a finished grid: the paired difference of a metric with its interval.
+
+    python -m lit_seq.compare results/matrix "echo_pos pos_mode=sinusoidal residual=true" \
+        "echo_pos pos_mode=none residual=true" --metric test_len40/acc_ood
+
+Prints each shared seed's value in both cells and their difference (b - a), then the mean
+difference with its 95% Student-t interval and the verdict: a direction only when the
+interval excludes 0, else "no difference detected". Reads the records alone, as the
+report does; a ``select:`` block's cell stands for its selected runs.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from lit_seq.record import read_records
+from lit_seq.results.compare import CellNotFound, compare_cells
+from lit_seq.results.tables import aggregate_table, runs_table
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m lit_seq.compare",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("dir", type=Path, help="output folder of a grid (holds records/)")
+    parser.add_argument("a", help="cell a: its id, or words all found among its id's parts")
+    parser.add_argument("b", help="cell b, likewise; the difference is b - a")
+    parser.add_argument(
+        "--metric", default=None, help="metric to compare (default: test/<main metric>)"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    records = list(read_records(args.dir).values())
+    if not records:
+        print(f"lit_seq.compare: error: {str(args.dir)!r} holds no run records", file=sys.stderr)
+        return 2
+    runs = runs_table(records)
+    aggregate = aggregate_table(runs)
+    metric = args.metric or f"test/{records[0].main_metric or 'acc'}"
+    try:
+        cell_a, cell_b, values_a, values_b, diff = compare_cells(
+            runs, aggregate, args.a, args.b, metric
+        )
+    except CellNotFound as err:
+        print(f"lit_seq.compare: error: {err}", file=sys.stderr)
+        return 2
+    console = Console()
+    table = Table(title=f"{metric}: b - a over {len(diff.seeds)} shared seeds")
+    for column in ("seed", "a", "b", "b - a"):
+        table.add_column(column, justify="right")
+    for seed, d in zip(diff.seeds, diff.differences, strict=True):
+        table.add_row(str(seed), f"{values_a[seed]:.4f}", f"{values_b[seed]:.4f}", f"{d:+.4f}")
+    console.print(f"a = {cell_a}\nb = {cell_b}", highlight=False)
+    console.print(table)
+    iv = diff.interval
+    interval = "" if iv.n < 2 else f" [{iv.low:+.4f}, {iv.high:+.4f}] (95% t, n={iv.n})"
+    console.print(f"mean difference {iv.mean:+.4f}{interval}: {diff.verdict}", highlight=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

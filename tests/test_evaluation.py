@@ -1,0 +1,49 @@
+"""Scores outside Lightning's loops: the validation set of the tested weights and a length range."""
+
+import pytest
+import torch
+
+from lit_seq.evaluation import RangeEval, score
+from lit_seq.fit import build_cli, run
+from lit_seq.systems.metrics import StepAccuracy
+from tests.helpers import REPO, TINY
+
+ECHO_RNN = REPO / "configs" / "echo" / "rnn.yaml"
+
+
+def test_acc_ood_scores_only_the_positions_past_training():
+    # right at positions 0-9, then right at every other position: acc 0.75, acc_ood 0.5
+    target = torch.zeros(1, 20)
+    preds = target.clone()
+    preds[0, 10::2] = 1
+    acc, ood = StepAccuracy(), StepAccuracy(from_position=10)
+    acc.update(preds, target)
+    ood.update(preds, target)
+    assert float(acc.compute()) == 0.75 and float(ood.compute()) == 0.5
+
+
+def test_range_lengths_step_up_to_the_cap():
+    assert RangeEval(max_factor=2, step=5).lengths(10, 40) == [5, 10, 15, 20]
+    assert RangeEval(max_factor=8, step=10).lengths(10, 40) == [10, 20, 30, 40]  # max_len
+    assert RangeEval().lengths(10, 40) == []  # off
+
+
+@pytest.mark.integration
+def test_scores_equal_the_test_loop_and_the_curve_is_recorded(tmp_path):
+    cli = build_cli(
+        [
+            "--config", str(ECHO_RNN), f"--run_dir={tmp_path}", *TINY,
+            "--trainer.limit_test_batches=1.0",
+            "--range_eval.max_factor=4", "--range_eval.step=10", "--range_eval.n=64",
+        ]
+    )  # fmt: skip
+    result = run(cli)
+    system, data = cli.model, cli.datamodule
+    test = score(system, data.test_sets[0].tensors, system.test_metrics_for(10, 10), 64)
+    assert test["acc"] == pytest.approx(result.metrics["test/acc"], abs=1e-6)
+    long = score(system, data.test_sets[2].tensors, system.test_metrics_for(40, 10), 64)
+    assert long["acc_ood"] == pytest.approx(result.metrics["test_len40/acc_ood"], abs=1e-6)
+    assert set(result.val_metrics) == {"val/acc", "val/exact"}
+    assert sorted(result.curve["acc"], key=int) == ["10", "20", "30", "40"]
+    assert sorted(result.curve["acc_ood"], key=int) == ["20", "30", "40"]  # past training only
+    assert result.train_length == 10 and result.chance == 0.5
