@@ -96,6 +96,12 @@ class LitSeqCLI(LightningCLI):
         parser.add_argument("--wandb_project", type=str, default="lit_seq", help="W&B project.")
         parser.add_argument("--wandb_group", type=str | None, default=None, help="W&B group.")
         parser.add_argument("--wandb_tags", type=list[str], default=[], help="W&B run tags.")
+        parser.add_argument(
+            "--wandb_save_requirements",
+            type=bool,
+            default=False,
+            help="Let W&B record the installed packages with the run (slower start).",
+        )
         parser.add_class_arguments(Target, "target", instantiate=False)
         parser.add_class_arguments(RangeEval, "range_eval", instantiate=False)
         # the task decides the sizes; the model never has to be told them by hand
@@ -181,6 +187,7 @@ class LitSeqCLI(LightningCLI):
                 save_dir=str(self.run_dir),
                 group=self.config.wandb_group,
                 tags=list(self.config.wandb_tags),
+                save_requirements=self.config.wandb_save_requirements,
             )
             if wandb_logger is not None:  # known now, before any training: else, without W&B
                 loggers.append(wandb_logger)

@@ -85,25 +85,33 @@ class GuardedWandbLogger(WandbLogger):
                 self.experiment.finish(exit_code=1 if self.error else 0)
 
 
-def start_wandb_logger(mode: str, **kwargs) -> tuple[GuardedWandbLogger | None, str]:
+def start_wandb_logger(
+    mode: str, save_requirements: bool = False, **kwargs
+) -> tuple[GuardedWandbLogger | None, str]:
     """A started W&B logger for ``mode`` (``online`` / ``offline``), or None if W&B cannot start;
     and one line saying what went wrong ("" if nothing did). ``kwargs`` go to ``WandbLogger``.
+
+    ``save_requirements``: let W&B capture the installed packages (``requirements.txt``), which
+    costs about a quarter of a second per run; off unless asked for.
 
     Online waits at most ``WANDB_INIT_TIMEOUT_S`` for the server. If online fails, the run is
     logged offline instead (real run files), in a fresh W&B service: wandb keeps one service and
     its settings per process, so the failed online start is finished and torn down first.
     """
-    if mode != "online":
-        return _start(mode, kwargs)
     import wandb
 
-    settings = wandb.Settings(init_timeout=WANDB_INIT_TIMEOUT_S)
+    if mode != "online":
+        return _start(mode, kwargs, settings=wandb.Settings(x_save_requirements=save_requirements))
+    settings = wandb.Settings(
+        init_timeout=WANDB_INIT_TIMEOUT_S, x_save_requirements=save_requirements
+    )
     logger, online_error = _start("online", kwargs, warn=False, settings=settings)
     if logger is not None:
         return logger, ""
     with contextlib.suppress(Exception):  # start() has finished any half-open run
         wandb.teardown(exit_code=1)
-    logger, offline_error = _start("offline", kwargs, warn=False)
+    offline = wandb.Settings(x_save_requirements=save_requirements)
+    logger, offline_error = _start("offline", kwargs, warn=False, settings=offline)
     note = f"W&B online failed ({online_error}), " + (
         f"offline too: {offline_error}"
         if logger is None

@@ -21,6 +21,7 @@ SEED_ARGS = ("--seed_everything=", "--data.init_args.seed=")  # what differs bet
 # not what a run computes: where it writes, how it is logged, and what the machine decides
 # (precision and device follow the hardware), so a grid can resume on another machine
 NOT_COMPUTED = ("config", "run_dir", "ckpt_path", "wandb", "wandb_project", "wandb_group")
+NOT_COMPUTED += ("wandb_save_requirements",)
 NOT_COMPUTED += ("seed_everything",)  # a run's seed enters its digest on its own
 NOT_COMPUTED_TRAINER = ("accelerator", "devices", "precision")
 
