@@ -98,6 +98,8 @@ class RunRecord(FitResult):
     select_axis: str = ""  # the block's select: (lit_seq.ablate.spec.Run)
     select_metric: str = ""
     select_group: str = ""
+    select_seeds: list[int] = field(default_factory=list)  # the seeds the values compete on
+    select_from: list = field(default_factory=list)  # a run that took the value selected
     worker: str = ""  # who ran it: local-<i>:<pid> or ray-<ip>:<pid>
     status: str = "failed"  # ok | failed
     error: str = ""  # one line, for failed runs

@@ -140,6 +140,6 @@ def test_select_keeps_the_best_validation_run_per_seed_and_says_which_won():
     aggregate = aggregate_table(runs)
     assert aggregate["cell"].tolist() == ["b"]
     row = aggregate.iloc[0]
-    assert row["selected"] == "lr by val/acc: 0.01 0.001 0.001"
+    assert row["selected"] == "lr by val/acc per seed: 0.01 0.001 0.001"
     assert row["test/acc_values"] == "0.100 0.300 0.400"
     assert (row["n"], row["failed"], row["lr"]) == (3, 0, "selected")

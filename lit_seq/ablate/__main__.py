@@ -26,9 +26,11 @@ from lit_seq.ablate.local_pool import run_local
 from lit_seq.ablate.order import longest_first
 from lit_seq.ablate.progress import GridProgress
 from lit_seq.ablate.ray_executor import ray_options, require_ray, run_ray
+from lit_seq.ablate.run_one import failed_record
+from lit_seq.ablate.selection import resolve
 from lit_seq.ablate.spec import Run
 from lit_seq.ablate.wandb_summary import log_summary
-from lit_seq.record import RunRecord, read_records
+from lit_seq.record import RunRecord, read_records, write_record
 from lit_seq.results.report import build_report
 from lit_seq.runtime import disk_full
 from lit_seq.tracking import WANDB_MODES, resolve_wandb_mode
@@ -158,8 +160,26 @@ def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
         soft_wrap=True,
     )
     job = GridJob(out_dir, spec["name"], plan.wandb_mode, args.workers, plan.ray)
+    execute = EXECUTORS[args.executor]
     with GridProgress(len(runs), len(runs) - len(todo), console) as progress:
-        EXECUTORS[args.executor](longest_first(todo), job, progress.start, progress.finish)
+        execute(
+            longest_first([r for r in todo if not r.select_from]),
+            job,
+            progress.start,
+            progress.finish,
+        )
+        # then the runs that take a value selected by the runs just finished
+        records, ready = read_records(out_dir), []
+        for run in (r for r in todo if r.select_from):
+            resolved, error = resolve(run, records)
+            if resolved is None:
+                record = failed_record(run, job, error)
+                write_record(out_dir, record)
+                progress.finish(record)
+            else:
+                ready.append(resolved)
+        if ready:
+            execute(longest_first(ready), job, progress.start, progress.finish)
     _, aggregate, plots = build_report(out_dir, console)
     config = {"grid": spec, "runs": len(runs), "out_dir": str(out_dir)}
     log_summary(out_dir, spec["name"], plan.wandb_mode, aggregate, plots, config, console=console)

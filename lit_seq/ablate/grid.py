@@ -77,7 +77,13 @@ def check_cells(runs: list[Run], where: str) -> list[Run]:
                     f"{val_metrics}"
                 )
             cell["select_metric"] = metric
-        digest = hashlib.sha256(f"{cell['digest']}:{run.seed}".encode()).hexdigest()[:16]
+        identity = f"{cell['digest']}:{run.seed}"
+        if run.select_from:  # what it computes: the value selected among these, so
+            identity += f":select {run.select_axis} from {list(run.select_from)} by "
+            identity += (
+                f"{cell.get('select_metric', run.select_metric)} on {list(run.select_seeds)}"
+            )
+        digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
         checked.append(dataclasses.replace(run, **{**cell, "digest": digest}))
     return checked
 

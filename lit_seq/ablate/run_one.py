@@ -71,6 +71,8 @@ def base_record(run: Run, job: GridJob, worker: str = "") -> RunRecord:
         select_axis=run.select_axis,
         select_metric=run.select_metric,
         select_group=run.select_group,
+        select_seeds=list(run.select_seeds),
+        select_from=list(run.select_from),
         worker=worker,
         run_dir=str(run_dir(job.out_dir, run.run_id)),
     )

@@ -30,7 +30,8 @@ from lit_seq.safe_yaml import YamlError, load_yaml
 
 GRID_KEYS = ("name", "description", "seeds", "overrides", "blocks", "ray")
 BLOCK_KEYS = ("name", "config", "axes", "overrides", "select")
-SELECT_KEYS = ("axis", "metric")
+SELECT_KEYS = ("axis", "metric", "seeds")
+SELECTED = "selected"  # the axis value in the ids of runs that take the value selected
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
 
@@ -58,6 +59,10 @@ class Run:
     select_axis: str = ""
     select_metric: str = ""  # val/<metric>; set by the cell check when the grid omits it
     select_group: str = ""
+    # ``select: {seeds: [...]}``: the values compete on these seeds only; every other seed
+    # has one run, whose value (``select_from``) is chosen once those runs have finished
+    select_seeds: tuple[int, ...] = ()
+    select_from: tuple = ()  # non-empty: the values this run's is chosen from (pending)
 
     def __hash__(self) -> int:  # axes is a dict, so the generated hash would fail
         return hash(self.run_id)
@@ -106,8 +111,9 @@ def _check_axes(axes: object, where: str) -> dict:
     return dict(axes)
 
 
-def _check_select(select: object, axes: dict, where: str) -> dict:
-    """A block's ``select: {axis: lr, metric: val/acc}``: the axis must vary in the block."""
+def _check_select(select: object, axes: dict, grid_seeds: list, where: str) -> dict:
+    """A block's ``select: {axis: lr, metric: val/acc, seeds: [0]}``: the axis must vary in
+    the block; ``seeds``, if given, must be some of the grid's."""
     if select is None:
         return {}
     select = _check_keys(select, SELECT_KEYS, f"{where}: select")
@@ -120,7 +126,10 @@ def _check_select(select: object, axes: dict, where: str) -> dict:
     metric = select.get("metric", "")
     if metric and (not isinstance(metric, str) or not metric.startswith("val/")):
         raise BadGrid(f"{where}: select.metric={metric!r} must be a validation metric (val/...)")
-    return {"axis": axis, "metric": metric or ""}
+    seeds = select.get("seeds", [])
+    if not isinstance(seeds, list) or not all(s in grid_seeds for s in seeds):
+        raise BadGrid(f"{where}: select.seeds={seeds!r} must be a list of the grid's seeds")
+    return {"axis": axis, "metric": metric or "", "seeds": tuple(seeds)}
 
 
 def _check_tasks(values: list, where: str) -> None:
@@ -181,7 +190,7 @@ def parse_spec(raw: object, where: str = "grid") -> dict:
                 "config": config,
                 "axes": axes,
                 "overrides": _check_overrides(block.get("overrides"), bwhere),
-                "select": _check_select(block.get("select"), axes, bwhere),
+                "select": _check_select(block.get("select"), axes, seeds, bwhere),
             }
         )
     names = [b["name"] for b in spec["blocks"]]
@@ -233,19 +242,32 @@ def expand(spec: dict) -> list[Run]:
             if select:
                 kept = [_id_part(k, v) for k, v in axes.items() if k != select["axis"]]
                 group = "__".join([block["name"], *kept])
+                values = tuple(block["axes"][select["axis"]])
+                first = axes[select["axis"]] == values[0]
             for seed in spec["seeds"]:
+                run_cell, run_axes, run_args, pending = cell, axes, cell_args, ()
+                if select and select["seeds"] and seed not in select["seeds"]:
+                    if not first:  # one run per group for a seed that does not compete
+                        continue
+                    axis = select["axis"]
+                    run_axes = {**axes, axis: SELECTED}
+                    run_args = {k: v for k, v in cell_args.items() if k != axis}
+                    run_cell = "__".join(
+                        [block["name"], *(_id_part(k, v) for k, v in run_axes.items())]
+                    )
+                    pending = values
                 overrides = [
                     *_args(spec["overrides"]),
                     *_args(block["overrides"]),
-                    *_args(cell_args),
+                    *_args(run_args),
                     f"--seed_everything={seed}",
                     f"--data.init_args.seed={seed}",  # the data varies with the seed too
                 ]
                 run = Run(
-                    run_id=f"{cell}__seed={seed}",
+                    run_id=f"{run_cell}__seed={seed}",
                     block=block["name"],
-                    cell=cell,
-                    axes=axes,
+                    cell=run_cell,
+                    axes=run_axes,
                     seed=seed,
                     config=config,
                     overrides=tuple(overrides),
@@ -253,6 +275,8 @@ def expand(spec: dict) -> list[Run]:
                     select_axis=select.get("axis", ""),
                     select_metric=select.get("metric", ""),
                     select_group=group,
+                    select_seeds=tuple(select.get("seeds", ())),
+                    select_from=pending,
                 )
                 runs.append(run)
     ids = [r.run_id for r in runs]

@@ -27,13 +27,14 @@ from rich.table import Table
 from lit_seq.io import atomic_write_text
 from lit_seq.record import RunRecord, format_value
 from lit_seq.results.markdown import markdown_cell, markdown_table
+from lit_seq.results.selection import choose_value, lower_is_better
 from lit_seq.results.stats import success_rate, t_interval
 
 ID_COLUMNS = ["run_id", "block", "cell", "task", "arch"]
 RUN_COLUMNS = ["seed", "main_metric", "params", "train_length", "steps", "train_seconds"]
 RUN_COLUMNS += ["samples_per_second"]
 RUN_COLUMNS += ["target", "target_reached", "target_step", "target_seconds", "chance"]
-SELECT_COLUMNS = ["select_axis", "select_metric", "select_group", "selected"]
+SELECT_COLUMNS = ["select_axis", "select_metric", "select_seeds", "select_group", "selected"]
 STATUS_COLUMNS = ["status", "error", "warning", "wandb_run", "best_checkpoint"]
 MEAN_ONLY = ["params", "steps", "train_seconds", "samples_per_second", "target_seconds"]
 NOT_AXES = ID_COLUMNS + RUN_COLUMNS + SELECT_COLUMNS + STATUS_COLUMNS
@@ -64,35 +65,58 @@ def runs_table(records: list[RunRecord]) -> pd.DataFrame:
         row = {c: getattr(r, c) for c in ID_COLUMNS}
         # axis values as text: one type per column, whatever each block put in it
         row.update({a: format_value(r.axes[a]) if a in r.axes else None for a in axes})
-        row.update({c: getattr(r, c) for c in RUN_COLUMNS + SELECT_COLUMNS[:3] + STATUS_COLUMNS})
+        row.update({c: getattr(r, c) for c in RUN_COLUMNS + SELECT_COLUMNS[:4] + STATUS_COLUMNS})
+        row["select_seeds"] = " ".join(map(str, r.select_seeds))
+        row["waited"] = bool(r.select_from)  # took the value its group selected
         row.update({m: r.val_metrics.get(m) for m in val_metrics})
         row.update({m: r.metrics.get(m) for m in metrics})
         rows.append(row)
-    columns = ID_COLUMNS + axes + RUN_COLUMNS + SELECT_COLUMNS[:3] + STATUS_COLUMNS
-    runs = pd.DataFrame(rows, columns=columns + val_metrics + metrics)
+    columns = ID_COLUMNS + axes + RUN_COLUMNS + SELECT_COLUMNS[:4] + STATUS_COLUMNS
+    runs = pd.DataFrame(rows, columns=[*columns, "waited", *val_metrics, *metrics])
     runs.insert(columns.index("select_group") + 1, "selected", _selected(runs))
-    return runs
+    return runs.drop(columns="waited")
 
 
 def _selected(runs: pd.DataFrame) -> list:
-    """Per run: True / False in a ``select:`` block (best validation metric per seed), else None.
+    """Per run: True / False in a ``select:`` block (:mod:`lit_seq.results.selection`), else
+    None.
 
-    A seed none of whose competing runs is ok keeps its first run (failed), so the cell
-    counts it as failed instead of dropping it.
+    Per seed (no ``select_seeds``), a seed none of whose competing runs is ok keeps its
+    first run (failed), so the cell counts it as failed instead of dropping it.
     """
     chosen: list = [None] * len(runs)
     competing = runs[runs["select_axis"].fillna("") != ""]
-    for _, rows in competing.groupby(["select_group", "seed"], sort=False):
-        metric = rows["select_metric"].iloc[0]
-        ok = rows[rows["status"] == "ok"]
-        values = pd.to_numeric(ok[metric]) if metric in ok else pd.Series(dtype=float)
-        values = values.dropna()
-        if values.empty:
-            pick = rows.index[0]
-        else:
-            pick = values.idxmin() if metric.endswith("loss") else values.idxmax()
-        for index in rows.index:
-            chosen[runs.index.get_loc(index)] = index == pick
+    for _, group in competing.groupby("select_group", sort=False):
+        axis, metric = group["select_axis"].iloc[0], group["select_metric"].iloc[0]
+        seeds = [int(s) for s in str(group["select_seeds"].iloc[0]).split()]
+        if seeds:  # one value for every seed, chosen on the selection seeds
+            contest = group[~group["waited"]]
+            values = list(dict.fromkeys(contest[axis]))
+            candidates = [
+                (v, int(s), st == "ok", None if pd.isna(m) else float(m))
+                for v, s, st, m in zip(
+                    contest[axis],
+                    contest["seed"],
+                    contest["status"],
+                    contest[metric] if metric in contest else [None] * len(contest),
+                    strict=True,
+                )
+            ]
+            winner = choose_value(candidates, values, seeds, metric)
+            for index, row in group.iterrows():
+                keep = bool(row["waited"]) or (winner is not None and row[axis] == winner)
+                chosen[runs.index.get_loc(index)] = keep
+            continue
+        for _, rows in group.groupby("seed", sort=False):
+            ok = rows[rows["status"] == "ok"]
+            values = pd.to_numeric(ok[metric]) if metric in ok else pd.Series(dtype=float)
+            values = values.dropna()
+            if values.empty:
+                pick = rows.index[0]
+            else:
+                pick = values.idxmin() if lower_is_better(metric) else values.idxmax()
+            for index in rows.index:
+                chosen[runs.index.get_loc(index)] = index == pick
     return chosen
 
 
@@ -137,8 +161,10 @@ def aggregate_table(runs: pd.DataFrame, success_threshold: float = SUCCESS_THRES
         axis = group["select_axis"].dropna()
         if len(axis) and axis.iloc[0]:
             row[axis.iloc[0]] = "selected"
-            row["selected"] = f"{axis.iloc[0]} by {group['select_metric'].iloc[0]}: " + " ".join(
-                str(v) for v in ok[axis.iloc[0]]
+            on = str(group["select_seeds"].iloc[0])
+            how = f" on seeds {on} for all" if on else " per seed"
+            row["selected"] = f"{axis.iloc[0]} by {group['select_metric'].iloc[0]}{how}: " + (
+                " ".join(str(v) for v in ok[axis.iloc[0]])
             )
         reached = ok["target_reached"].dropna()
         row["target_reached"] = f"{int(reached.sum())}/{len(reached)}" if len(reached) else None
