@@ -148,8 +148,9 @@ BAD = {
         "axis 'arch' must be a non-empty list",
     ),
     "bad value": (
-        "name: g\nblocks:\n- {axes: {task: [signal], arch: [transformer], pos_mode: [rotary]}}\n",
-        "pos_mode='rotary' is not one of ['sinusoidal', 'learnable', 'none']",
+        "name: g\nblocks:\n- {axes: {task: [signal], arch: [transformer], pos_mode: [xpos]}}\n",
+        "pos_mode='xpos' is not one of ['sinusoidal', 'learnable', 'none', 'rotary', 'alibi', "
+        "'relative', 'randomized']",
     ),
     "bad arch": (
         "name: g\nblocks:\n- {config: configs/echo/rnn.yaml, axes: {arch: [gru]}}\n",

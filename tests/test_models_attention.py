@@ -2,12 +2,16 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from lit_seq.models import (
+    POS_MODES,
     LearnablePositionalEncoding,
     MultiHeadAttention,
+    NoPositionalEncoding,
     SinusoidalPositionalEncoding,
+    TransformerBackbone,
     build_positional,
     causal_mask,
 )
@@ -122,7 +126,10 @@ def test_sequence_longer_than_table_raises(pos_mode):
 
 
 def test_build_positional_none_and_unknown():
-    assert isinstance(build_positional("none", 4, 8), nn.Identity)
+    none = build_positional("none", 4, 8)
+    assert isinstance(none, NoPositionalEncoding) and not none.in_attention
+    x = torch.randn(1, 3, 4)
+    assert none(x) is x
     with pytest.raises(ValueError, match=r"pos_mode='foo' is not one of \['sinusoidal'"):
         build_positional("foo", 4, 8)
 
@@ -133,3 +140,25 @@ def test_layernorm_worked_example():
     out = ln(torch.tensor([1.0, 2.0, 3.0, 4.0]))
     expected = torch.tensor([-1.342, -0.447, 0.447, 1.342])
     torch.testing.assert_close(out, expected, atol=1e-3, rtol=0)
+
+
+@pytest.mark.parametrize("pos_mode", POS_MODES)
+def test_causal_fast_path_kept_unless_a_score_bias(monkeypatch, pos_mode):
+    # Without padding, a causal backbone asks SDPA for is_causal (flash-eligible) and no
+    # mask; only a score bias (alibi, relative) needs a float mask instead.
+    calls = []
+    sdpa = F.scaled_dot_product_attention
+
+    def spy(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False):
+        calls.append((attn_mask, is_causal))
+        return sdpa(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    model = TransformerBackbone(d_model=8, n_layers=2, n_heads=2, pos_mode=pos_mode, causal=True)
+    model(torch.randn(2, 5, 8))
+    assert len(calls) == 2
+    for mask, is_causal in calls:
+        if pos_mode in ("alibi", "relative"):
+            assert not is_causal and mask.dtype == torch.float32 and mask.shape == (1, 2, 5, 5)
+        else:
+            assert is_causal and mask is None

@@ -6,6 +6,7 @@ from torch import nn
 
 from lit_seq.models import (
     BACKBONES,
+    POS_MODES,
     DecoderBlock,
     EncoderBlock,
     RecurrentBackbone,
@@ -128,15 +129,42 @@ def test_backbone_shapes_with_and_without_padding(arch):
     assert model(x, pad).shape == (B, T, D)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("pos_mode", POS_MODES)
+def test_transformer_every_pos_mode_shapes_gradients_and_padding(pos_mode, causal):
+    torch.manual_seed(0)
+    model = make_backbone("transformer", pos_mode=pos_mode, causal=causal).train()
+    x = torch.randn(B, T, D)
+    pad = torch.zeros(B, T, dtype=torch.bool)
+    pad[0, -3:] = True
+    assert model(x).shape == (B, T, D)
+    model(x, pad).sum().backward()
+    assert all(p.grad is not None for p in model.parameters())  # tables and biases train
+    if pos_mode != "randomized":  # (its positions are drawn for the padded length)
+        # appending padding changes nothing at the real positions
+        model.eval()
+        longer = torch.cat([x, torch.randn(B, 3, D)], dim=1)
+        longer_pad = torch.cat([pad, torch.ones(B, 3, dtype=torch.bool)], dim=1)
+        real = ~pad
+        torch.testing.assert_close(
+            model(longer, longer_pad)[:, :T][real], model(x, pad)[real], atol=1e-5, rtol=1e-4
+        )
+
+
 def test_bidirectional_rnn_shape():
     model = make_backbone("lstm", bidirectional=True)
     assert model(torch.randn(B, T, D)).shape == (B, T, D)
 
 
-@pytest.mark.parametrize("arch", list(BACKBONES))
-def test_causal_backbone_ignores_the_future(arch):
+CAUSALITY_CASES = [{"arch": a} for a in BACKBONES] + [
+    {"arch": "transformer", "pos_mode": m} for m in POS_MODES if m != "sinusoidal"
+]
+
+
+@pytest.mark.parametrize("overrides", CAUSALITY_CASES, ids=lambda o: "-".join(o.values()))
+def test_causal_backbone_ignores_the_future(overrides):
     torch.manual_seed(0)
-    model = make_backbone(arch, causal=True)
+    model = make_backbone(causal=True, **overrides)
     x = torch.randn(B, T, D)
     t = 2
     x2 = x.clone()
@@ -147,7 +175,10 @@ def test_causal_backbone_ignores_the_future(arch):
 
 
 @pytest.mark.parametrize(
-    "overrides", [{"arch": "transformer"}, {"arch": "lstm", "bidirectional": True}]
+    "overrides",
+    [{"arch": "transformer", "pos_mode": m} for m in POS_MODES]
+    + [{"arch": "lstm", "bidirectional": True}],
+    ids=lambda o: "-".join(map(str, o.values())),
 )
 def test_non_causal_backbone_sees_the_future(overrides):
     # Guards the causality test: a bidirectional model must fail it.
@@ -159,8 +190,9 @@ def test_non_causal_backbone_sees_the_future(overrides):
     assert not torch.allclose(model(x)[:, 0], model(x2)[:, 0])
 
 
-def test_attention_maps_shapes_causality_and_padding():
-    model = make_backbone("transformer", causal=True)
+@pytest.mark.parametrize("pos_mode", POS_MODES)
+def test_attention_maps_shapes_causality_and_padding(pos_mode):
+    model = make_backbone("transformer", causal=True, pos_mode=pos_mode)
     pad = torch.zeros(B, T, dtype=torch.bool)
     pad[1, -2:] = True
     maps = model.attention_maps(torch.randn(B, T, D), pad)

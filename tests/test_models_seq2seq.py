@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from lit_seq.models import (
+    POS_MODES,
     SEQ2SEQ,
     TransformerSeq2Seq,
     build_positional,
@@ -102,7 +103,7 @@ def test_greedy_decode_pads_after_each_sequences_eos(monkeypatch, method):
         monkeypatch.setattr(model, "decode_step", scripted_step)
     else:
 
-        def scripted_decode(ys, memory, src_pad):
+        def scripted_decode(ys, memory, src_pad, positions=None):
             return scripted_logits(ys.shape[1])[:, None, :].expand(-1, ys.shape[1], -1)
 
         monkeypatch.setattr(model, "decode", scripted_decode)
@@ -142,7 +143,7 @@ def random_decoder_case(pos_mode: str, residual: bool, share: bool):
 
 CACHE_CASES = [
     (pos_mode, residual, share)
-    for pos_mode in ("sinusoidal", "learnable", "none")
+    for pos_mode in POS_MODES
     for residual in (True, False)
     for share in (True, False)
 ]
@@ -182,15 +183,22 @@ def test_cached_decode_step_logits_match_full_pass(pos_mode, residual, share):
             model.decode_step(tgt[:, :1], caches)
 
 
-@pytest.mark.parametrize("pos_mode", ["sinusoidal", "learnable", "none"])
+@pytest.mark.parametrize("pos_mode", POS_MODES)
 def test_positional_offset_indexes_the_table_at_t(pos_mode):
-    enc = build_positional(pos_mode, d_model=8, max_len=6)
+    enc = build_positional(pos_mode, d_model=8, max_len=6, n_heads=2).eval()
     x = torch.randn(2, 6, 8)
+    positions = enc.positions(6)  # 0..5, or randomized's draw for the whole sequence
+    full = enc(x, positions=positions)
     for t in range(6):
-        torch.testing.assert_close(enc(x[:, t : t + 1], offset=t), enc(x)[:, t : t + 1])
-    if pos_mode != "none":  # a table: position 6 is past its end
+        step = enc(x[:, t : t + 1], positions=positions[t : t + 1])  # what a cached step does
+        torch.testing.assert_close(step, full[:, t : t + 1])
+        if pos_mode != "randomized":  # the same by offset
+            torch.testing.assert_close(enc(x[:, t : t + 1], offset=t), enc(x)[:, t : t + 1])
+    if pos_mode in ("sinusoidal", "learnable"):  # a table: position 6 is past its end
         with pytest.raises(ValueError, match="sequence length 7 exceeds .*max_len=6"):
             enc(x[:, :1], offset=6)
+        with pytest.raises(ValueError, match="sequence length 7 exceeds .*max_len=6"):
+            enc(x[:, :1], positions=torch.tensor([6]))
 
 
 @pytest.mark.parametrize("arch", ["rnn", "lstm"])

@@ -5,6 +5,7 @@ from torch import Tensor
 
 from lit_seq.checks import check_int
 from lit_seq.data.base import SyntheticDataModule
+from lit_seq.data.start_marker import add_start_marker
 
 
 def echo_targets(bits: Tensor, lag: int) -> Tensor:
@@ -39,6 +40,9 @@ class EchoData(SyntheticDataModule):
         seed: seed of the data generation and of the training shuffle order.
         gen_factors: length-generalisation test sets at k x length, one per entry (integers
             >= 2, no repeats). Defaults to [2, 4]; [] disables them.
+        start_marker: add an input channel that is 1 at position 0 only
+            (``lit_seq.data.start_marker``): tells a model without positional encodings
+            where the sequence begins.
     """
 
     name = "echo"  # its key in TASKS, configs/<name>/ and every record
@@ -54,8 +58,10 @@ class EchoData(SyntheticDataModule):
         batch_size: int = 64,
         seed: int = 0,
         gen_factors: list[int] | None = None,
+        start_marker: bool = False,
     ) -> None:
         super().__init__(batch_size=batch_size, seed=seed, gen_factors=gen_factors)
+        self.start_marker = start_marker
         self.length = check_int("length", length, 1)
         # lag < length, or no position of a training sequence would ever be scored.
         allowed = f"in [0, length - 1 = {length - 1}]"
@@ -68,7 +74,7 @@ class EchoData(SyntheticDataModule):
 
     @property
     def in_features(self) -> int:
-        return 1
+        return 1 + int(self.start_marker)
 
     @property
     def out_features(self) -> int:
@@ -79,4 +85,6 @@ class EchoData(SyntheticDataModule):
         y = echo_targets(bits, self.lag)  # (B, N)
         mask = (torch.arange(length) >= self.lag).expand(n, length)  # (B, N)
         # contiguous(): an expanded view would share one row across the whole split.
-        return {"x": bits.unsqueeze(-1), "y": y, "mask": mask.contiguous()}
+        x = bits.unsqueeze(-1)  # (B, N, 1)
+        x = add_start_marker(x) if self.start_marker else x
+        return {"x": x, "y": y, "mask": mask.contiguous()}

@@ -5,6 +5,7 @@ from torch import Tensor
 
 from lit_seq.checks import check_int
 from lit_seq.data.base import SyntheticDataModule
+from lit_seq.data.start_marker import add_start_marker
 
 
 def parity_sum_targets(values: Tensor) -> Tensor:
@@ -38,6 +39,9 @@ class ParitySumData(SyntheticDataModule):
         seed: seed of the data generation and of the training shuffle order.
         gen_factors: length-generalisation test sets at k x length, one per entry (integers
             >= 2, no repeats). Defaults to [2, 4]; [] disables them.
+        start_marker: add an input channel that is 1 at position 0 only
+            (``lit_seq.data.start_marker``): tells a model without positional encodings
+            where the sequence begins.
     """
 
     name = "parity_sum"  # its key in TASKS, configs/<name>/ and every record
@@ -53,8 +57,10 @@ class ParitySumData(SyntheticDataModule):
         batch_size: int = 64,
         seed: int = 0,
         gen_factors: list[int] | None = None,
+        start_marker: bool = False,
     ) -> None:
         super().__init__(batch_size=batch_size, seed=seed, gen_factors=gen_factors)
+        self.start_marker = start_marker
         # two parity streams need two positions: length 1 has no odd stream to sum
         self.length = check_int("length", length, 2)
         self.max_val = check_int("max_val", max_val, 1)
@@ -66,7 +72,7 @@ class ParitySumData(SyntheticDataModule):
 
     @property
     def in_features(self) -> int:
-        return 2
+        return 2 + int(self.start_marker)
 
     @property
     def out_features(self) -> int:
@@ -84,6 +90,7 @@ class ParitySumData(SyntheticDataModule):
         values = torch.randint(1, self.max_val + 1, (n, length), generator=generator)  # (B, N)
         parity = (torch.arange(length) % 2).expand(n, length)  # (B, N)
         x = torch.stack([values, parity], dim=-1).float()  # (B, N, 2)
+        x = add_start_marker(x) if self.start_marker else x
         # Integer sums first, then float: exact as long as they stay below 2**24.
         y = parity_sum_targets(values).float()  # (B, N)
         return {"x": x, "y": y}

@@ -14,16 +14,21 @@ from torch import nn
 
 from lit_seq.checks import check_choice
 
-from .attention import MultiHeadAttention, causal_mask
+from .alibi import ALiBiBias, alibi_slopes
+from .attention import AttentionPositions, MultiHeadAttention, PositionalEncoding, causal_mask
 from .heads import PerStepHead, SequenceClassifier
 from .positional import (
     POS_MODES,
     LearnablePositionalEncoding,
+    NoPositionalEncoding,
     SinusoidalPositionalEncoding,
     build_positional,
 )
+from .randomized import RandomizedPositionalEncoding
 from .readout import READOUTS, Readout
 from .recurrent import CELLS, RecurrentBackbone
+from .relative_bias import RelativePositionBias, relative_bucket
+from .rotary import RotaryPositionalEncoding
 from .seq2seq import RecurrentSeq2Seq, TransformerSeq2Seq
 from .transformer import DecoderBlock, EncoderBlock, FeedForward, TransformerBackbone
 
@@ -108,22 +113,31 @@ __all__ = [
     "POS_MODES",
     "READOUTS",
     "SEQ2SEQ",
+    "ALiBiBias",
+    "AttentionPositions",
     "DecoderBlock",
     "EncoderBlock",
     "FeedForward",
     "LearnablePositionalEncoding",
     "MultiHeadAttention",
+    "NoPositionalEncoding",
     "PerStepHead",
+    "PositionalEncoding",
+    "RandomizedPositionalEncoding",
     "Readout",
     "RecurrentBackbone",
     "RecurrentSeq2Seq",
+    "RelativePositionBias",
+    "RotaryPositionalEncoding",
     "SequenceClassifier",
     "SinusoidalPositionalEncoding",
     "TransformerBackbone",
     "TransformerSeq2Seq",
+    "alibi_slopes",
     "build_backbone",
     "build_positional",
     "build_seq2seq",
     "causal_mask",
     "count_parameters",
+    "relative_bucket",
 ]

@@ -1,4 +1,14 @@
-"""Positional encodings: attention is order-blind, so position is added to the input.
+"""Positional encodings: attention is order-blind, so position must enter somewhere.
+
+``POS_MODES`` names every encoding, and ``build_positional`` builds one. Position enters
+in one of three places (the contract is ``attention.PositionalEncoding``):
+
+- added to the input: ``sinusoidal``, ``learnable`` (here) and ``randomized``
+  (``randomized.py``: sinusoidal vectors at randomly spread positions);
+- turning queries and keys: ``rotary`` (``rotary.py``);
+- biasing the attention scores: ``alibi`` (``alibi.py``) and ``relative`` (T5 buckets,
+  ``relative_bias.py``);
+- nowhere: ``none``, the no-position ablation (a bag of tokens unless the model is causal).
 
 Sinusoidal table, PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(same).
 Worked example, d=4: the two frequencies are 1 and 1/100, so
@@ -15,7 +25,17 @@ from torch import Tensor, nn
 
 from lit_seq.checks import check_choice
 
-POS_MODES = ("sinusoidal", "learnable", "none")
+from .alibi import ALiBiBias
+from .attention import PositionalEncoding
+from .randomized import RandomizedPositionalEncoding
+from .relative_bias import RelativePositionBias
+from .rotary import RotaryPositionalEncoding
+
+POS_MODES = ("sinusoidal", "learnable", "none", "rotary", "alibi", "relative", "randomized")
+
+# Per-component std of the learnable table at init: 1/sqrt(2) is the RMS of a sinusoidal
+# row, so both tables start with rows of norm sqrt(d/2), the scale of the token embeddings.
+LEARNABLE_INIT_STD = 2**-0.5
 
 
 def _check_length(length: int, max_len: int) -> None:
@@ -26,7 +46,28 @@ def _check_length(length: int, max_len: int) -> None:
         )
 
 
-class SinusoidalPositionalEncoding(nn.Module):
+def _table_rows(x: Tensor, table: Tensor, offset: int, positions: Tensor | None) -> Tensor:
+    """Rows of ``table`` (L, d) for the T positions of x (B, T, d): offset.. or ``positions``."""
+    if positions is None:
+        end = offset + x.shape[1]
+        _check_length(end, table.shape[0])
+        return table[offset:end]  # (T, d), a view: the common case stays a slice
+    _check_length(int(positions.max()) + 1, table.shape[0])
+    return table[positions]  # (T, d)
+
+
+def private_generator() -> torch.Generator:
+    """A CPU generator seeded by ONE draw from the global RNG.
+
+    A table drawn from it consumes the same amount of global randomness whatever its size,
+    so every parameter built after it starts the same whatever ``max_len`` is (the CLI
+    links ``max_len`` from the data's longest test length, which moves with gen_factors).
+    """
+    seed = int(torch.randint(0, 2**62, (1,)))
+    return torch.Generator().manual_seed(seed)
+
+
+class SinusoidalPositionalEncoding(PositionalEncoding):
     """Fixed sine/cosine table added to the input (Vaswani et al., 2017).
 
     Args:
@@ -48,55 +89,75 @@ class SinusoidalPositionalEncoding(nn.Module):
         # Not persistent: it is a pure function of the arguments, so keep it out of checkpoints.
         self.register_buffer("pe", pe, persistent=False)
 
-    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+    def forward(self, x: Tensor, offset: int = 0, *, positions: Tensor | None = None) -> Tensor:
         """Add the table: (B, T, d) -> (B, T, d), positions ``offset`` .. ``offset + T - 1``.
 
         A non-zero ``offset`` is for incremental decoding, where x holds only the newest
-        positions of a longer sequence.
+        positions of a longer sequence; ``positions`` (T,) long picks any rows instead.
         """
-        end = offset + x.shape[1]
-        _check_length(end, self.max_len)
-        return x + self.pe[offset:end].to(x.dtype)
+        return x + _table_rows(x, self.pe, offset, positions).to(x.dtype)
 
 
-class LearnablePositionalEncoding(nn.Module):
+class LearnablePositionalEncoding(PositionalEncoding):
     """One trained vector per position, added to the input (as in BERT / GPT-2).
+
+    Init: N(0, 1/2) per component, so a row has norm ~ sqrt(d/2) like a sinusoidal row and
+    like the tokens it is added to (``Linear(1, 32)`` gives ~3-5, a scaled seq2seq embedding
+    sqrt(d)). GPT-2's std 0.02 would start the model as ``none`` (rows of norm ~0.1 beside
+    tokens of norm ~4) and leave every learnable-vs-sinusoidal comparison unfair. The
+    table comes from ``private_generator`` row by row, so row i is the same for every
+    ``max_len`` and so is every parameter built after it.
 
     Args:
         d_model: model width d.
         max_len: number of trained positions; longer inputs raise ValueError. Positions
-            never seen in training stay at their small random init.
+            never seen in training keep their random init.
     """
 
     def __init__(self, d_model: int, max_len: int = 512) -> None:
         super().__init__()
         self.max_len = max_len
-        self.pe = nn.Parameter(torch.randn(max_len, d_model) * 0.02)  # (L, d)
+        g = private_generator()
+        # One call per row: a single randn(L, d) may draw differently for different L.
+        rows = [torch.randn(d_model, generator=g) for _ in range(max_len)]
+        self.pe = nn.Parameter(torch.stack(rows) * LEARNABLE_INIT_STD)  # (L, d)
 
-    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
-        """Add the learned table: (B, T, d) -> (B, T, d), positions from ``offset`` on."""
-        end = offset + x.shape[1]
-        _check_length(end, self.max_len)
-        return x + self.pe[offset:end]
+    def forward(self, x: Tensor, offset: int = 0, *, positions: Tensor | None = None) -> Tensor:
+        """Add the learned table: (B, T, d) -> (B, T, d), positions from ``offset`` on
+        (or the rows ``positions`` (T,) long)."""
+        return x + _table_rows(x, self.pe, offset, positions)
 
 
-class NoPositionalEncoding(nn.Identity):
+class NoPositionalEncoding(PositionalEncoding):
     """The no-position ablation: returns its input; takes ``offset`` like the others."""
 
-    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
-        """(B, T, d) -> the same tensor."""
-        return x
 
-
-def build_positional(pos_mode: str, d_model: int, max_len: int) -> nn.Module:
+def build_positional(
+    pos_mode: str, d_model: int, max_len: int, n_heads: int = 1, causal: bool = False
+) -> PositionalEncoding:
     """Return the positional encoding named by ``pos_mode`` (one of ``POS_MODES``).
 
-    "none" gives ``NoPositionalEncoding()``, an ``nn.Identity``: the no-position ablation
-    (a bag of tokens unless the model is causal).
+    Args:
+        pos_mode: the encoding.
+        d_model: model width d.
+        max_len: longest sequence (sizes the tables; randomized draws positions below it).
+        n_heads: attention heads H (rotary turns each head's dh = d/H dimensions; alibi and
+            relative give each head its own bias).
+        causal: the attention it serves is causal (alibi / relative then only look left).
+
+    "none" gives ``NoPositionalEncoding()``, which leaves everything as is.
     """
     check_choice("pos_mode", pos_mode, POS_MODES)
     if pos_mode == "sinusoidal":
         return SinusoidalPositionalEncoding(d_model, max_len)
     if pos_mode == "learnable":
         return LearnablePositionalEncoding(d_model, max_len)
+    if pos_mode == "randomized":
+        return RandomizedPositionalEncoding(SinusoidalPositionalEncoding(d_model, max_len))
+    if pos_mode == "rotary":
+        return RotaryPositionalEncoding(d_model, n_heads)
+    if pos_mode == "alibi":
+        return ALiBiBias(n_heads, causal=causal)
+    if pos_mode == "relative":
+        return RelativePositionBias(n_heads, causal=causal, d_model=d_model)
     return NoPositionalEncoding()

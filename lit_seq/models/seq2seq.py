@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
+from .attention import AttentionPositions
 from .positional import build_positional
 from .recurrent import make_rnn
 from .transformer import DecoderBlock, DecoderCache, TransformerBackbone
@@ -74,7 +75,12 @@ class TransformerSeq2Seq(nn.Module):
         n_heads: attention heads; must divide d_model.
         d_ff: FFN hidden width; None means 4 * d_model.
         dropout: dropout probability throughout.
-        pos_mode: "sinusoidal", "learnable" or "none", for encoder and decoder.
+        pos_mode: one of ``POS_MODES``, for encoder and decoder, each with its own module:
+            "sinusoidal", "learnable", "randomized" (added to the embeddings), "rotary"
+            (queries and keys), "alibi", "relative" (score bias: bidirectional in the
+            encoder, causal in the decoder), "none". They act in self-attention only;
+            cross-attention uses no positions (source and target positions do not share
+            an axis; T5 likewise has no bias there).
         residual: keep the skip connections (False = no-residual ablation).
         max_len: longest source, and longest target incl. BOS.
         share_embeddings: one matrix for source and target embeddings and the output layer.
@@ -105,7 +111,7 @@ class TransformerSeq2Seq(nn.Module):
         self.encoder = TransformerBackbone(
             d_model, n_layers, n_heads, d_ff, dropout, pos_mode, residual, False, max_len
         )
-        self.tgt_pos = build_positional(pos_mode, d_model, max_len)
+        self.tgt_pos = build_positional(pos_mode, d_model, max_len, n_heads=n_heads, causal=True)
         self.drop = nn.Dropout(dropout)
         self.decoder = nn.ModuleList(
             DecoderBlock(d_model, n_heads, d_ff, dropout, residual) for _ in range(n_layers)
@@ -117,15 +123,29 @@ class TransformerSeq2Seq(nn.Module):
         src_pad = src == self.pad_id
         return self.encoder(self.src_embed(src) * self.scale, src_pad), src_pad
 
-    def decode(self, tgt_in: Tensor, memory: Tensor, src_pad: Tensor | None) -> Tensor:
+    def decode(
+        self,
+        tgt_in: Tensor,
+        memory: Tensor,
+        src_pad: Tensor | None,
+        positions: Tensor | None = None,
+    ) -> Tensor:
         """Decoder pass: tgt_in (B, T) over memory (B, S, d) -> logits (B, T, V).
 
-        No target padding mask: the causal mask already hides trailing padding from
-        every real position, and it keeps the fast causal attention kernel usable.
+        ``positions`` (T,) long are the target tokens' positions; None means the positional
+        module's own for length T (0 .. T-1; randomized: its draw). No target padding mask:
+        the causal mask already hides trailing padding from every real position, and it
+        keeps the fast causal attention kernel usable.
         """
-        h = self.drop(self.tgt_pos(self.tgt_embed(tgt_in) * self.scale))  # (B, T, d)
+        h = self.tgt_pos(self.tgt_embed(tgt_in) * self.scale, positions=positions)  # (B, T, d)
+        h = self.drop(h)
+        in_attention = None
+        if self.tgt_pos.in_attention:  # rotary / alibi / relative: positions go inside
+            if positions is None:
+                positions = self.tgt_pos.positions(tgt_in.shape[1], device=tgt_in.device)
+            in_attention = AttentionPositions.of(self.tgt_pos, positions)
         for block in self.decoder:
-            h = block(h, memory, memory_padding_mask=src_pad)
+            h = block(h, memory, memory_padding_mask=src_pad, positions=in_attention)
         return self.output(self.ln_f(h))  # (B, T, V)
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
@@ -136,8 +156,14 @@ class TransformerSeq2Seq(nn.Module):
     def init_cache(
         self, memory: Tensor, src_pad: Tensor | None, capacity: int
     ) -> list[DecoderCache]:
-        """Per-layer decoding caches over ``memory`` for up to ``capacity`` target tokens."""
-        return [block.init_cache(memory, src_pad, capacity) for block in self.decoder]
+        """Per-layer decoding caches over ``memory`` for up to ``capacity`` target tokens.
+
+        The target positions are chosen here, once for the whole decoding (what matters for
+        randomized, whose draw depends on the length): ``decode`` of any prefix with the same
+        positions gives the same logits.
+        """
+        positions = self.tgt_pos.positions(capacity, device=memory.device)  # (capacity,)
+        return [block.init_cache(memory, src_pad, capacity, positions) for block in self.decoder]
 
     def decode_step(self, tokens: Tensor, caches: list[DecoderCache]) -> Tensor:
         """Incremental decoder pass: the newest tokens (B, 1) -> next-token logits (B, V).
@@ -145,10 +171,12 @@ class TransformerSeq2Seq(nn.Module):
         The token sits at position t = the number already in ``caches`` (which it joins);
         equal to ``decode(prefix, memory, src_pad)[:, -1]`` on the whole prefix.
         """
-        t = caches[0].self_kv.length
-        h = self.drop(self.tgt_pos(self.tgt_embed(tokens) * self.scale, offset=t))  # (B, 1, d)
+        t = caches[0].self_kv.check_room(tokens.shape[1])
+        now = caches[0].positions[t : t + 1]  # (1,): this step's position
+        h = self.drop(self.tgt_pos(self.tgt_embed(tokens) * self.scale, positions=now))  # (B, 1, d)
+        encoding = self.tgt_pos if self.tgt_pos.in_attention else None
         for block, cache in zip(self.decoder, caches, strict=True):
-            h = block.step(h, cache)
+            h = block.step(h, cache, encoding)
         return self.output(self.ln_f(h))[:, -1]  # (B, V)
 
     @torch.no_grad()
@@ -181,11 +209,15 @@ class TransformerSeq2Seq(nn.Module):
     ) -> Tensor:
         """Reference greedy decoding: re-runs the decoder on the whole prefix each step.
 
+        The positions of the ``max_new_tokens`` steps are chosen once, as ``greedy_decode``
+        does, and each prefix takes its first ones.
+
         Returns: as ``greedy_decode``, which must match it token for token.
         """
         memory, src_pad = self.encode(src)
+        positions = self.tgt_pos.positions(max_new_tokens, device=src.device)
         return _greedy_loop(
-            lambda ys: self.decode(ys, memory, src_pad)[:, -1],
+            lambda ys: self.decode(ys, memory, src_pad, positions=positions[: ys.shape[1]])[:, -1],
             src,
             bos_id=bos_id,
             eos_id=eos_id,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from .attention import KVCache, MultiHeadAttention
+from .attention import AttentionPositions, KVCache, MultiHeadAttention, PositionalEncoding
 from .positional import build_positional
 
 
@@ -66,13 +66,19 @@ class EncoderBlock(nn.Module):
         key_padding_mask: Tensor | None = None,
         causal: bool = False,
         need_weights: bool = False,
+        positions: AttentionPositions | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """(B, T, d) -> (B, T, d), plus attention weights (B, H, T, T) if asked for.
 
-        ``key_padding_mask`` is (B, T) bool with True at padding.
+        ``key_padding_mask`` is (B, T) bool with True at padding; ``positions`` are those of
+        an encoding acting inside attention (rotary, alibi, relative), else None.
         """
         a, weights = self.attn(
-            self.ln1(x), key_padding_mask=key_padding_mask, causal=causal, need_weights=need_weights
+            self.ln1(x),
+            key_padding_mask=key_padding_mask,
+            causal=causal,
+            need_weights=need_weights,
+            positions=positions,
         )
         x = self._add(x, a)
         return self._add(x, self.ffn(self.ln2(x))), weights
@@ -91,12 +97,15 @@ class DecoderCache:
         memory_v: cross-attention values of the memory, likewise.
         memory_padding_mask: (B, S) bool, True at source padding, or None.
         self_kv: causal self-attention keys/values of the target positions so far.
+        positions: (capacity,) long position of every target step (0, 1, ... except for
+            randomized, whose draw for the whole target is made once, here).
     """
 
     memory_k: Tensor
     memory_v: Tensor
     memory_padding_mask: Tensor | None
     self_kv: KVCache
+    positions: Tensor
 
 
 class DecoderBlock(nn.Module):
@@ -131,6 +140,7 @@ class DecoderBlock(nn.Module):
         *,
         tgt_padding_mask: Tensor | None = None,
         memory_padding_mask: Tensor | None = None,
+        positions: AttentionPositions | None = None,
     ) -> Tensor:
         """Decode one layer.
 
@@ -140,38 +150,59 @@ class DecoderBlock(nn.Module):
             tgt_padding_mask: (B, T) bool, True at target padding. Optional: the causal
                 mask already hides trailing padding from every real position.
             memory_padding_mask: (B, S) bool, True at source padding.
+            positions: target positions for an encoding acting inside self-attention
+                (rotary, alibi, relative); cross-attention never uses positions.
 
         Returns:
             (B, T, d).
         """
-        a, _ = self.self_attn(self.ln1(x), key_padding_mask=tgt_padding_mask, causal=True)
+        a, _ = self.self_attn(
+            self.ln1(x), key_padding_mask=tgt_padding_mask, causal=True, positions=positions
+        )
         x = self._add(x, a)
         c, _ = self.cross_attn(self.ln2(x), memory, key_padding_mask=memory_padding_mask)
         x = self._add(x, c)
         return self._add(x, self.ffn(self.ln3(x)))
 
     def init_cache(
-        self, memory: Tensor, memory_padding_mask: Tensor | None, capacity: int
+        self,
+        memory: Tensor,
+        memory_padding_mask: Tensor | None,
+        capacity: int,
+        positions: Tensor | None = None,
     ) -> DecoderCache:
         """Start incremental decoding over ``memory`` (B, S, d) for up to ``capacity`` steps.
 
         Projects the memory's cross-attention keys/values once, for every step.
+        ``positions`` (capacity,) long are the target steps' positions (default 0, 1, ...).
         """
         memory_k, memory_v = self.cross_attn.project_kv(memory)
-        return DecoderCache(memory_k, memory_v, memory_padding_mask, KVCache(capacity))
+        if positions is None:
+            positions = torch.arange(capacity, device=memory.device)
+        return DecoderCache(memory_k, memory_v, memory_padding_mask, KVCache(capacity), positions)
 
-    def step(self, x: Tensor, cache: DecoderCache) -> Tensor:
+    def step(
+        self, x: Tensor, cache: DecoderCache, encoding: PositionalEncoding | None = None
+    ) -> Tensor:
         """Decode the newest position only: x (B, 1, d) -> (B, 1, d).
 
         Its self-attention keys/values join ``cache.self_kv``; its query attends to those
         of every position so far (no causal mask needed: none lies in its future) and to
         the cached memory. Same result as ``forward`` on the whole prefix, at the last row.
+        With an ``encoding`` acting inside attention, the new key is rotated at its position
+        t before it is cached, and the query at t gets the bias over keys 0 .. t.
         """
         if x.shape[1] != 1:
             raise ValueError(f"step decodes one position at a time, got {x.shape[1]}")
+        t = cache.self_kv.length
+        now, so_far = cache.positions[t : t + 1], cache.positions[: t + 1]  # (1,), (t+1,)
+        new_key = seen = None
+        if encoding is not None:
+            new_key = AttentionPositions.of(encoding, now)  # the new position as a key
+            seen = AttentionPositions.of(encoding, now, so_far)  # its query over keys so far
         h = self.ln1(x)
-        k, v = cache.self_kv.append(*self.self_attn.project_kv(h))
-        x = self._add(x, self.self_attn.attend(h, k, v))
+        k, v = cache.self_kv.append(*self.self_attn.project_kv(h, positions=new_key))
+        x = self._add(x, self.self_attn.attend(h, k, v, positions=seen))
         c = self.cross_attn.attend(
             self.ln2(x),
             cache.memory_k,
@@ -193,10 +224,14 @@ class TransformerBackbone(nn.Module):
         n_heads: attention heads H; must divide d_model.
         d_ff: FFN hidden width; None means 4 * d_model.
         dropout: dropout probability throughout.
-        pos_mode: positional encoding, one of "sinusoidal", "learnable", "none".
+        pos_mode: positional encoding (``POS_MODES``): "sinusoidal", "learnable" or
+            "randomized" (Ruoss et al. 2023) added to the input; "rotary" (RoPE) on queries
+            and keys; "alibi" or "relative" (T5 buckets) as a score bias, built with this
+            backbone's heads and ``causal`` flag and shared by all its blocks; "none".
         residual: keep the skip connections (False = no-residual ablation).
         causal: position t attends only to positions <= t (decoder-only / streaming use).
-        max_len: longest sequence the positional table covers.
+        max_len: longest sequence the positional table covers (randomized: the range its
+            positions are drawn from).
     """
 
     arch = "transformer"  # its key in BACKBONES
@@ -216,7 +251,7 @@ class TransformerBackbone(nn.Module):
         super().__init__()
         self.causal = causal
         d_ff = 4 * d_model if d_ff is None else d_ff
-        self.pos = build_positional(pos_mode, d_model, max_len)
+        self.pos = build_positional(pos_mode, d_model, max_len, n_heads=n_heads, causal=causal)
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
             EncoderBlock(d_model, n_heads, d_ff, dropout, residual) for _ in range(n_layers)
@@ -226,9 +261,16 @@ class TransformerBackbone(nn.Module):
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         """(B, T, d) -> (B, T, d); ``padding_mask`` (B, T) bool, True at padding."""
         h = self.drop(self.pos(x))
+        positions = self._attention_positions(x)
         for block in self.blocks:
-            h, _ = block(h, key_padding_mask=padding_mask, causal=self.causal)
+            h, _ = block(h, key_padding_mask=padding_mask, causal=self.causal, positions=positions)
         return self.ln_f(h)
+
+    def _attention_positions(self, x: Tensor) -> AttentionPositions | None:
+        """Positions 0 .. T-1 of x (B, T, d) for an encoding acting inside attention, else None."""
+        if not self.pos.in_attention:  # input-only encodings: attention keeps its fast path
+            return None
+        return AttentionPositions.of(self.pos, self.pos.positions(x.shape[1], device=x.device))
 
     def attention_maps(self, x: Tensor, padding_mask: Tensor | None = None) -> list[Tensor]:
         """Per-layer attention weights for visualisation (no gradients).
@@ -241,9 +283,14 @@ class TransformerBackbone(nn.Module):
         maps = []
         with torch.no_grad():
             h = self.drop(self.pos(x))
+            positions = self._attention_positions(x)
             for block in self.blocks:
                 h, w = block(
-                    h, key_padding_mask=padding_mask, causal=self.causal, need_weights=True
+                    h,
+                    key_padding_mask=padding_mask,
+                    causal=self.causal,
+                    need_weights=True,
+                    positions=positions,
                 )
                 maps.append(w)
         return maps
