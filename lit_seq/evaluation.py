@@ -105,7 +105,9 @@ def length_curve(system, datamodule, config: RangeEval) -> dict[str, dict[str, f
     train_length = datamodule.train_length
     curve: dict[str, dict[str, float]] = {}
     for length in config.lengths(train_length, system.hparams.max_len):
-        tensors = datamodule._generate(config.n, length, _range_generator(datamodule.seed, length))
+        generator = _range_generator(datamodule.seed, length)
+        # as a test set of that length: a task keeps it apart from training where it can
+        tensors = datamodule._generate_split("test", config.n, length, generator)
         metrics = system.test_metrics_for(length, train_length)
         values = score(system, tensors, metrics, datamodule.batch_size)
         for name, value in (values or {}).items():

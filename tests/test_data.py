@@ -12,6 +12,10 @@ SMALL = {
     "parity_sum": dict(length=6, n_train=12, n_val=4, n_test=5),
     "echo": dict(length=6, n_train=12, n_val=4, n_test=5),
     "seq2seq": dict(min_length=2, max_length=5, n_train=12, n_val=4, n_test=5),
+    "parity_check": dict(length=6, n_train=12, n_val=4, n_test=5),
+    "modular_arithmetic": dict(length=5, n_train=12, n_val=4, n_test=5),
+    "sum_mod": dict(length=6, n_train=12, n_val=4, n_test=5),
+    "associative_recall": dict(length=8, n_pairs=2, vocab=20, n_train=12, n_val=4, n_test=5),
 }
 
 
@@ -37,6 +41,15 @@ def expected_layout(task: str, dm: SyntheticDataModule, n: int, length: int) -> 
             "y": ((n, length), torch.float32),
             "mask": ((n, length), torch.bool),
         }
+    if task in ("parity_check", "modular_arithmetic"):
+        length -= task == "modular_arithmetic" and length % 2 == 0  # odd expressions only
+        return {"x": ((n, length, dm.in_features), torch.float32), "y": ((n,), torch.long)}
+    if task in ("sum_mod", "associative_recall"):
+        return {
+            "x": ((n, length, dm.in_features), torch.float32),
+            "y": ((n, length), torch.long),
+            "mask": ((n, length), torch.bool),
+        }
     return {
         "src": ((n, length), torch.long),
         "tgt": ((n, length + 2), torch.long),
@@ -45,8 +58,17 @@ def expected_layout(task: str, dm: SyntheticDataModule, n: int, length: int) -> 
 
 
 def test_registry_lists_every_task_once():
-    assert list(TASKS) == ["signal", "parity_sum", "echo", "seq2seq"]
-    assert sorted(cls.task_kind for cls in TASKS.values()) == sorted(SYSTEMS)
+    assert list(TASKS) == [
+        "signal",
+        "parity_sum",
+        "echo",
+        "seq2seq",
+        "parity_check",
+        "modular_arithmetic",
+        "sum_mod",
+        "associative_recall",
+    ]
+    assert {cls.task_kind for cls in TASKS.values()} == set(SYSTEMS)
     assert all(issubclass(cls, SyntheticDataModule) for cls in TASKS.values())
 
 
@@ -112,7 +134,7 @@ def test_train_val_and_test_are_different_draws(task):
 
 
 def test_default_prefixes_lengths_and_sizes():
-    signal, parity, echo, s2s = (cls() for cls in TASKS.values())
+    signal, parity, echo, s2s, *_ = (cls() for cls in TASKS.values())
     assert signal.test_lengths == [64, 128, 256]
     assert signal.test_prefixes == ["test", "test_len128", "test_len256"]
     assert (signal.in_features, signal.out_features, signal.max_len) == (1, 3, 256)

@@ -42,3 +42,21 @@ def test_start_marker_worked_example_and_sizes():
     # the CLI links the wider input into the model
     cli = check_config(["--config", str(ECHO), "--data.start_marker=true"])
     assert cli.model.net.embed.in_features == 2
+
+
+def _rows(split) -> set[tuple]:
+    return {tuple(row) for row in split.tensors["x"][:, :, 0].long().tolist()}
+
+
+def test_echo_training_length_splits_are_disjoint_and_the_rest_independent():
+    echo = EchoData(seed=3)  # length 10: 1024 sequences in all
+    echo.setup()
+    train, val, test = _rows(echo.train_set), _rows(echo.val_set), _rows(echo.test_sets[0])
+    assert not train & test and not train & val and not val & test
+    assert len(train) > 600 and len(test) > 100  # most of the sequences of each class appear
+    old = EchoData(seed=3, holdout=False)
+    old.setup()
+    overlap = len(_rows(old.test_sets[0]) & _rows(old.train_set)) / len(_rows(old.test_sets[0]))
+    assert overlap > 0.9  # the problem the hold-out solves
+    # the longer test sets are the same independent draws either way
+    assert torch.equal(echo.test_sets[1].tensors["x"], old.test_sets[1].tensors["x"])

@@ -109,9 +109,15 @@ def print_plan(
         line = f"  {cell}  [{members[0].config}]  seeds {seeds}  done {ok}/{len(members)}"
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     n_done = sum(_done(done, r) for r in runs)
+    waiting = sum(bool(r.select_from) for r in runs)
+    shape = (
+        f"{len(cells)} cells, {len(runs)} runs ({waiting} of them run at the value their "
+        "select: chose)"
+        if waiting
+        else f"{len(cells)} cells x {len(spec['seeds'])} seeds = {len(runs)} runs"
+    )
     console.print(
-        f"{len(cells)} cells x {len(spec['seeds'])} seeds = {len(runs)} runs; "
-        f"{n_done} done, {len(runs) - n_done} to run -> {out_dir}",
+        f"{shape}; {n_done} done, {len(runs) - n_done} to run -> {out_dir}",
         highlight=False,
         soft_wrap=True,
     )

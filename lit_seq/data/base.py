@@ -1,168 +1,43 @@
-"""What every synthetic task shares: an in-memory dataset, a batch loader and the DataModule base.
+"""What every synthetic task shares: the DataModule base, its splits and the length curriculum.
 
-A task subclasses `SyntheticDataModule`, implements `_generate(n, length, generator)` and
+The in-memory datasets and the resumable batch order live in `lit_seq.data.loaders` (and are
+re-exported here). A task subclasses `SyntheticDataModule`, implements `_generate(n, length, generator)` and
 exposes the sizes the CLI links into the model (`in_features`, `out_features`, `max_len`).
 Everything here is generated in memory, so the data layer never touches the disk.
+
+With ``curriculum=True`` (Delétang et al. 2023's uniform curriculum) the training split holds
+one group of examples per length ``shortest_length .. train_length`` and every training batch is
+drawn from one group: each batch has one length, and an epoch covers every length.
 """
 
-from collections.abc import Sequence
 from typing import ClassVar
 
 import lightning as L
 import torch
 from torch import Tensor
-from torch.utils.data import DataLoader, Dataset, Sampler
+from torch.utils.data import DataLoader, Dataset
 
 from lit_seq.checks import check_int
+from lit_seq.data.loaders import (  # re-exported: the loader pieces every task shares
+    EpochBatches,
+    GroupedTensorDicts,
+    ResumableLoader,
+    TensorDictDataset,
+    batch_loader,
+)
+
+__all__ = [
+    "EpochBatches",
+    "GroupedTensorDicts",
+    "ResumableLoader",
+    "SyntheticDataModule",
+    "TensorDictDataset",
+    "batch_loader",
+]
 
 # Seeds of the splits are seed * _SPLIT_STRIDE + split index: one generator stream per split.
 _SPLIT_STRIDE = 1000
-
-
-class TensorDictDataset(Dataset):
-    """A dict of tensors sharing their first dimension, indexed all at once.
-
-    `dataset[idx]` accepts an int, a list or a LongTensor of indices, so a whole batch is one
-    fancy-index per tensor instead of a per-sample collate.
-
-    Args:
-        tensors: name -> tensor; every tensor has the same length along dim 0.
-    """
-
-    def __init__(self, tensors: dict[str, Tensor]) -> None:
-        lengths = {name: len(t) for name, t in tensors.items()}
-        if not lengths or len(set(lengths.values())) != 1:
-            raise ValueError(f"tensors must be non-empty with equal lengths, got {lengths}")
-        self.tensors = tensors
-        self._len = next(iter(lengths.values()))
-
-    def to(self, device: torch.device | str) -> "TensorDictDataset":
-        """Move every tensor to `device` (in place); returns self."""
-        self.tensors = {name: t.to(device) for name, t in self.tensors.items()}
-        return self
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __getitem__(self, idx: int | Sequence[int] | Tensor) -> dict[str, Tensor]:
-        if isinstance(idx, Sequence):
-            idx = torch.as_tensor(idx, dtype=torch.long)
-        return {name: t[idx] for name, t in self.tensors.items()}
-
-
-class EpochBatches(Sampler[list[int]]):
-    """Batches of indices whose order is a pure function of (seed, epoch), resumable mid-epoch.
-
-    Epoch ``e``'s order is drawn after those of epochs ``0..e-1`` from a generator seeded
-    with ``seed`` (the orders the seeded ``RandomSampler`` this replaces gave a fit, epoch
-    after epoch), so any epoch's order can be rebuilt in a fresh process: a resumed fit must
-    not replay epoch 0 from its start, as a re-created ``RandomSampler`` would.
-    Lightning calls :meth:`set_epoch` as each epoch starts; without it (a hand-written loop)
-    each new pass is the next epoch. :meth:`state_dict` is the running epoch and how many of
-    its batches were handed out; after :meth:`load_state_dict` the pass over that epoch skips
-    them, so a fit resumed mid-epoch trains on exactly the batches an uninterrupted one would.
-    The position is read while a pass is suspended, which is exact because Lightning fetches
-    no batch ahead from a loader of known length.
-
-    Args:
-        n: examples in the dataset.
-        batch_size: examples per batch; the last batch may be smaller.
-        shuffle: shuffle each epoch (else the natural order, every epoch).
-        seed: seed of the shuffle.
-    """
-
-    def __init__(self, n: int, batch_size: int, shuffle: bool, seed: int) -> None:
-        self.n, self.batch_size, self.shuffle, self.seed = n, batch_size, shuffle, seed
-        self.epoch = 0
-        self._epoch_given = False  # set_epoch was called since the last pass began
-        self._passes = 0
-        self._position = (0, 0)  # (epoch, batches handed out) of the running pass
-        self._skip = (-1, 0)  # (epoch, batches) already trained, from a checkpoint
-        self._generator: torch.Generator | None = None
-        self._drawn = (-1, None)  # (epoch, order) last drawn from the generator
-
-    def __len__(self) -> int:
-        return -(-self.n // self.batch_size)
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-        self._epoch_given = True
-
-    def order(self, epoch: int) -> Tensor:
-        """The indices of ``epoch`` in the order they are handed out."""
-        if not self.shuffle:
-            return torch.arange(self.n)
-        drawn_epoch, order = self._drawn
-        if self._generator is None or drawn_epoch > epoch:  # only ever drawn forwards
-            self._generator = torch.Generator().manual_seed(self.seed)
-            drawn_epoch = -1
-        while drawn_epoch < epoch:  # a permutation or two per epoch: cheap, even far ahead
-            order = torch.randperm(self.n, generator=self._generator)
-            if self.n % self.batch_size:
-                # the RandomSampler this replaces drew (and dropped) one more as it formed a
-                # short last batch: drawn here too, every seed keeps the orders it had
-                torch.randperm(self.n, generator=self._generator)
-            drawn_epoch += 1
-        self._drawn = (epoch, order)
-        return order
-
-    def __iter__(self):
-        # a generator: this runs at the first batch, after Lightning's set_epoch for the epoch
-        if self._passes and not self._epoch_given:
-            self.epoch += 1
-        self._passes += 1
-        self._epoch_given = False
-        epoch = self.epoch
-        done = self._skip[1] if self._skip[0] == epoch else 0
-        self._skip = (-1, 0)
-        order = self.order(epoch).tolist()
-        for start in range(done * self.batch_size, self.n, self.batch_size):
-            done += 1
-            self._position = (epoch, done)
-            yield order[start : start + self.batch_size]
-
-    def state_dict(self) -> dict[str, int]:
-        epoch, batches = self._position if self._passes else (self.epoch, 0)
-        return {"epoch": epoch, "batches": batches}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        epoch, batches = int(state["epoch"]), int(state["batches"])
-        if batches >= len(self):  # the epoch was finished: the next one starts afresh
-            epoch, batches = epoch + 1, 0
-        self.set_epoch(epoch)
-        self._skip = (epoch, batches)
-
-
-class ResumableLoader(DataLoader):
-    """A DataLoader whose position Lightning saves in every checkpoint and restores on resume.
-
-    Lightning does so for any train loader with ``state_dict`` / ``load_state_dict``; the
-    position is that of the :class:`EpochBatches` it draws from.
-    """
-
-    def state_dict(self) -> dict[str, int]:
-        return self.sampler.state_dict()
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        self.sampler.load_state_dict(state)
-
-
-def batch_loader(dataset: Dataset, batch_size: int, shuffle: bool, seed: int) -> DataLoader:
-    """A DataLoader that yields whole batches by indexing `dataset` with a list of indices.
-
-    The data lives in memory and one fancy-index builds a batch, so worker processes would only
-    add start-up and inter-process copy cost: `num_workers=0`. `batch_size=None` turns off the
-    DataLoader's own batching because the sampler (:class:`EpochBatches`) already hands over
-    a list of indices. Shuffling draws from a private generator seeded by `seed`: the order is
-    reproducible, resumable and the global RNG is left alone. The DataLoader gets its own
-    generator too, because each new iterator otherwise draws its worker base seed from the
-    global RNG, even with no workers. The last batch may be smaller (`drop_last=False`).
-    """
-    batches = EpochBatches(len(dataset), batch_size, shuffle, seed)
-    own_rng = torch.Generator().manual_seed(seed)
-    return ResumableLoader(
-        dataset, batch_size=None, sampler=batches, num_workers=0, generator=own_rng
-    )
+SPLITS = ("train", "val", "test")  # by split index; every index from 2 on is a test set
 
 
 class SyntheticDataModule(L.LightningDataModule):
@@ -173,11 +48,26 @@ class SyntheticDataModule(L.LightningDataModule):
     drawn from its own generator (seed * 1000 + split index), so splits are independent draws
     and the global torch RNG is never used.
 
+    The curriculum (Delétang et al. 2023, experiments/curriculum.py ``UniformCurriculum``,
+    which draws the length of every training batch uniformly from 1..N): with
+    ``curriculum=True`` the training split is `n_train` examples spread evenly over the
+    lengths `shortest_length` .. `train_length` (N), drawn length after length from the
+    training split's generator, and each training batch is drawn from one length, in random
+    order; so every length is seen every epoch, with no padding in any batch. (Delétang draws
+    each step's length i.i.d. with a fresh batch; here the lengths are stratified per epoch
+    and the data are a fixed set, like every other split.) A task whose shortest valid
+    sequence is longer than 1 says so in `shortest_length` (default 1). Validation and test
+    sets keep their fixed lengths. Example: N = 4, n_train = 8, batch_size 2 -> 2 examples
+    each at lengths 1, 2, 3, 4, one batch per length, the four batches in a seeded random
+    order. A task offers it by taking a `curriculum` argument and handing it to this
+    constructor.
+
     Args:
         batch_size: examples per batch in every split.
         seed: seed of the data generation and of the training shuffle order.
         gen_factors: length-generalisation test sets at k x the training length, one per entry
             (integers >= 2, no repeats). Defaults to [2, 4]; [] disables them.
+        curriculum: train on every length shortest_length..train_length, one length per batch.
     """
 
     name: ClassVar[str] = ""  # the task's registry name, carried into every record
@@ -187,7 +77,11 @@ class SyntheticDataModule(L.LightningDataModule):
     n_test: int
 
     def __init__(
-        self, batch_size: int = 64, seed: int = 0, gen_factors: list[int] | None = None
+        self,
+        batch_size: int = 64,
+        seed: int = 0,
+        gen_factors: list[int] | None = None,
+        curriculum: bool = False,
     ) -> None:
         super().__init__()
         gen_factors = [2, 4] if gen_factors is None else list(gen_factors)
@@ -199,13 +93,22 @@ class SyntheticDataModule(L.LightningDataModule):
         self.batch_size = check_int("batch_size", batch_size, 1)
         self.seed = check_int("seed", seed, 0)
         self.gen_factors = gen_factors
-        self.train_set: TensorDictDataset | None = None
+        if not isinstance(curriculum, bool):
+            raise ValueError(f"curriculum must be true or false, got {curriculum!r}")
+        self.curriculum = curriculum
+        self.train_set: TensorDictDataset | GroupedTensorDicts | None = None
         self.val_set: TensorDictDataset | None = None
         self.test_sets: list[TensorDictDataset] = []
 
     def set_split_sizes(self, n_train: int, n_val: int, n_test: int) -> None:
-        """Validate and store the number of examples per split (each test set has n_test)."""
-        self.n_train = check_int("n_train", n_train, 1)
+        """Validate and store the number of examples per split (each test set has n_test).
+
+        Call it once the task's own fields are set: the curriculum needs at least one
+        training example per length.
+        """
+        lengths = len(self.train_lengths)
+        allowed = f">= {lengths} (one per curriculum length)" if lengths > 1 else None
+        self.n_train = check_int("n_train", n_train, lengths, allowed=allowed)
         self.n_val = check_int("n_val", n_val, 1)
         self.n_test = check_int("n_test", n_test, 1)
 
@@ -226,9 +129,22 @@ class SyntheticDataModule(L.LightningDataModule):
         """Output size the model needs: classes, 1 per step, or the vocabulary size."""
         raise NotImplementedError
 
+    @property
+    def shortest_length(self) -> int:
+        """The shortest valid sequence: where the curriculum starts (1 unless a task says)."""
+        return 1
+
     def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
         """Draw `n` examples of (maximum) sequence length `length` from `generator` only."""
         raise NotImplementedError
+
+    def _generate_split(
+        self, split: str, n: int, length: int, generator: torch.Generator
+    ) -> dict[str, Tensor]:
+        """The examples of one fixed-length split (``train``, ``val`` or ``test``; every test
+        set is ``test``): `_generate`, unless a task keeps its splits apart (echo holds
+        sequences out of training so that its training-length test set is unseen)."""
+        return self._generate(n, length, generator)
 
     # ---- sizes derived from the arguments, available before setup -----------------------
 
@@ -241,6 +157,13 @@ class SyntheticDataModule(L.LightningDataModule):
     def test_prefixes(self) -> list[str]:
         """Metric key prefix of each test set, in `test_dataloader` order."""
         return ["test"] + [f"test_len{n}" for n in self.test_lengths[1:]]
+
+    @property
+    def train_lengths(self) -> list[int]:
+        """The lengths of the training split: shortest_length..train_length with the curriculum."""
+        if self.curriculum:
+            return list(range(self.shortest_length, self.train_length + 1))
+        return [self.train_length]
 
     @property
     def max_len(self) -> int:
@@ -258,13 +181,32 @@ class SyntheticDataModule(L.LightningDataModule):
         splits = []
         for index, (n, length) in enumerate(zip(split_sizes, split_lengths, strict=True)):
             generator = torch.Generator().manual_seed(self.seed * _SPLIT_STRIDE + index)
-            splits.append(TensorDictDataset(self._generate(n, length, generator)))
+            if index == 0 and self.curriculum:
+                splits.append(self._curriculum_split(generator))
+            else:
+                split = SPLITS[min(index, len(SPLITS) - 1)]
+                splits.append(TensorDictDataset(self._generate_split(split, n, length, generator)))
         # On a GPU the whole (small) dataset lives on the device: a batch is then one index
         # on the device, with no host-to-device copy per step.
         device = self._training_device()
         if device.type != "cpu":
             splits = [split.to(device) for split in splits]
         self.train_set, self.val_set, *self.test_sets = splits
+
+    def _curriculum_split(self, generator: torch.Generator) -> GroupedTensorDicts:
+        """n_train examples spread evenly over `train_lengths`, one group per length."""
+        lengths = self.train_lengths
+        share, extra = divmod(self.n_train, len(lengths))
+        # the first `extra` lengths get one more example, so the groups sum to n_train
+        sizes = [share + (i < extra) for i in range(len(lengths))]
+        # through _generate_split: a task that holds sequences out of training (echo) keeps
+        # them out of the curriculum's groups too
+        return GroupedTensorDicts(
+            [
+                TensorDictDataset(self._generate_split("train", n, length, generator))
+                for n, length in zip(sizes, lengths, strict=True)
+            ]
+        )
 
     def _training_device(self) -> torch.device:
         trainer = getattr(self, "trainer", None)
@@ -273,7 +215,9 @@ class SyntheticDataModule(L.LightningDataModule):
         return trainer.strategy.root_device
 
     def train_dataloader(self) -> DataLoader:
-        return batch_loader(self._ready(self.train_set), self.batch_size, True, self.seed)
+        train_set = self._ready(self.train_set)
+        groups = train_set.sizes if isinstance(train_set, GroupedTensorDicts) else None
+        return batch_loader(train_set, self.batch_size, True, self.seed, groups=groups)
 
     def val_dataloader(self) -> DataLoader:
         return batch_loader(self._ready(self.val_set), self.batch_size, False, self.seed)
@@ -283,7 +227,7 @@ class SyntheticDataModule(L.LightningDataModule):
         self._ready(self.train_set)
         return [batch_loader(s, self.batch_size, False, self.seed) for s in self.test_sets]
 
-    def _ready(self, dataset: TensorDictDataset | None) -> TensorDictDataset:
+    def _ready(self, dataset: Dataset | None) -> Dataset:
         if dataset is None:
             raise RuntimeError(f"{type(self).__name__}: call setup() before asking for loaders")
         return dataset

@@ -42,6 +42,8 @@ class ParitySumData(SyntheticDataModule):
         start_marker: add an input channel that is 1 at position 0 only
             (``lit_seq.data.start_marker``): tells a model without positional encodings
             where the sequence begins.
+        curriculum: train on every length from the shortest valid one to ``length``, one
+            length per batch (Delétang et al.'s uniform curriculum; ``SyntheticDataModule``).
     """
 
     name = "parity_sum"  # its key in TASKS, configs/<name>/ and every record
@@ -58,8 +60,11 @@ class ParitySumData(SyntheticDataModule):
         seed: int = 0,
         gen_factors: list[int] | None = None,
         start_marker: bool = False,
+        curriculum: bool = False,
     ) -> None:
-        super().__init__(batch_size=batch_size, seed=seed, gen_factors=gen_factors)
+        super().__init__(
+            batch_size=batch_size, seed=seed, gen_factors=gen_factors, curriculum=curriculum
+        )
         self.start_marker = start_marker
         # two parity streams need two positions: length 1 has no odd stream to sum
         self.length = check_int("length", length, 2)
@@ -69,6 +74,10 @@ class ParitySumData(SyntheticDataModule):
     @property
     def train_length(self) -> int:
         return self.length
+
+    @property
+    def shortest_length(self) -> int:
+        return 2  # two parity streams need two positions
 
     @property
     def in_features(self) -> int:

@@ -1,7 +1,8 @@
 """Two cells of a grid side by side: the paired difference of a metric over shared seeds.
 
 A cell is named by words that must all appear among the ``__``-separated parts of its id
-(the block name and ``axis=value`` pairs), e.g. ``echo_pos pos_mode=none residual=true``;
+(the block name and ``axis=value`` pairs; a dotted key may be given by its last part,
+``start_marker=true`` for ``data.start_marker=true``), e.g. ``echo_pos pos_mode=none``;
 a ``select:`` block's cell is its group, the selected runs per seed standing for it.
 """
 
@@ -22,7 +23,11 @@ def find_cell(aggregate: pd.DataFrame, words: str) -> str:
     cells = list(aggregate["cell"])
     if words in cells:
         return words
-    matches = [c for c in cells if all(w in c.split("__") for w in wanted)]
+
+    def has(cell: str, word: str) -> bool:
+        return any(part == word or part.endswith(f".{word}") for part in cell.split("__"))
+
+    matches = [c for c in cells if all(has(c, w) for w in wanted)]
     if len(matches) != 1:
         some = matches[:5] if matches else cells[:5]
         what = f"{len(matches)} cells match" if matches else "no cell matches"

@@ -9,9 +9,11 @@ from lit_seq.systems.binary import StepBinary
 from lit_seq.systems.classification import SequenceClassification
 from lit_seq.systems.regression import StepRegression
 from lit_seq.systems.seq2seq import Seq2Seq
+from lit_seq.systems.step_classification import StepClassification
 
 SYSTEMS: dict[str, type[SequenceSystem]] = {
-    cls.task_kind: cls for cls in (SequenceClassification, StepRegression, StepBinary, Seq2Seq)
+    cls.task_kind: cls
+    for cls in (SequenceClassification, StepRegression, StepBinary, Seq2Seq, StepClassification)
 }
 
 __all__ = [
@@ -20,5 +22,6 @@ __all__ = [
     "SequenceClassification",
     "SequenceSystem",
     "StepBinary",
+    "StepClassification",
     "StepRegression",
 ]

@@ -1,0 +1,112 @@
+"""`modular_arithmetic`: reduce a bracket-free expression of +, -, * modulo 5 (Delétang 2023)."""
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from lit_seq.checks import check_int
+from lit_seq.data.base import SyntheticDataModule
+
+# Operator tokens follow the residues 0 .. modulus - 1, in Delétang's order (OP_BY_CHARACTER).
+PLUS, MINUS, TIMES, BLANK = 0, 1, 2, 3  # offsets from `modulus`: '+', '-', '*', '_'
+N_OPERATOR_TOKENS = 4  # '_' is in the alphabet (the input size) but never sampled
+
+
+def modular_arithmetic_labels(tokens: Tensor, modulus: int) -> Tensor:
+    """The value of each expression mod `modulus`, * before + and -: (B, L) -> (B,), L odd.
+
+    Tokens alternate residue, operator, residue, ...; an operator is `modulus` + PLUS /
+    MINUS / TIMES. Examples (mod 5, as Delétang's docstring): 1 + 2 * 3 = 7 -> 2;
+    1 - 1 - 1 = -1 -> 4; 0 * 1 + 4 * 3 - 2 = 10 -> 0. In tokens: [1, 5, 2, 7, 3] -> 2.
+    """
+    numbers, ops = tokens[:, 0::2], tokens[:, 1::2] - modulus  # (B, m + 1), (B, m)
+    total = torch.zeros_like(numbers[:, 0])  # (B,) the finished additive terms
+    term = numbers[:, 0]  # (B,) the signed product being built
+    # One step per operator, vectorised over the batch: a scan, as the expression is read.
+    for i in range(ops.shape[1]):
+        op, number = ops[:, i], numbers[:, i + 1]
+        times = op == TIMES
+        total = torch.where(times, total, total + term)  # + and - close the running term
+        signed = torch.where(op == MINUS, -number, number)
+        # % is Python's remainder (sign of the divisor), so negative terms land in 0..m-1
+        term = torch.where(times, term * number, signed) % modulus
+        total = total % modulus
+    return (total + term) % modulus
+
+
+class ModularArithmeticData(SyntheticDataModule):
+    """Sequence classification: the value mod 5 of a random expression such as 1 + 2 * 3.
+
+    Delétang et al. 2023's "modular arithmetic (simple)", exactly as
+    google-deepmind/neural_networks_chomsky_hierarchy tasks/regular/modular_arithmetic.py
+    (`ModularArithmetic.sample_batch`): residues uniform in {0, .., modulus - 1} at even
+    positions, operators uniform over {+, *, -} at odd positions, no brackets; the label is
+    the expression's value with the usual precedence (* before + and -, left to right),
+    mod `modulus` (5 in the paper). Alphabet (input size modulus + 4, one-hot): residue r is
+    token r, then '+', '-', '*', '_' are modulus + 0, 1, 2, 3 ('_', the blank, is never
+    sampled). Expressions have odd length: an even length L gives L - 1 tokens, as theirs
+    does, so the length-2N test set holds 2N - 1 tokens. Worked example (mod 5):
+    1 - 1 - 1 -> tokens [1, 6, 1, 6, 1] -> -1 mod 5 -> class 4. Batch keys: `x`
+    (B, L, modulus + 4) float one-hot, `y` (B,) long. Length k x N: expressions of k x N
+    tokens (k x N - 1 when even), the same alphabet and classes.
+    Delétang trains with the uniform curriculum (`curriculum: true`, lengths 1..N).
+
+    Args:
+        length: tokens per training expression (N; minus one when even).
+        modulus: the modulus; the number of classes and of residue tokens.
+        n_train: training expressions.
+        n_val: validation expressions.
+        n_test: expressions in each test set (training length and every gen length).
+        batch_size: examples per batch in every split.
+        seed: seed of the data generation and of the training shuffle order.
+        gen_factors: length-generalisation test sets at k x length, one per entry (integers
+            >= 2, no repeats). Defaults to [2, 4]; [] disables them.
+        curriculum: Delétang's uniform curriculum: each training batch has one length drawn
+            from 1..length (n_train spread evenly over the lengths); val/test keep `length`.
+    """
+
+    name = "modular_arithmetic"  # its key in TASKS, configs/<name>/ and every record
+    task_kind = "classification"
+
+    def __init__(
+        self,
+        length: int = 15,
+        modulus: int = 5,
+        n_train: int = 10000,
+        n_val: int = 500,
+        n_test: int = 1000,
+        batch_size: int = 64,
+        seed: int = 0,
+        gen_factors: list[int] | None = None,
+        curriculum: bool = False,
+    ) -> None:
+        super().__init__(
+            batch_size=batch_size, seed=seed, gen_factors=gen_factors, curriculum=curriculum
+        )
+        self.length = check_int("length", length, 1)
+        self.modulus = check_int("modulus", modulus, 2)
+        self.set_split_sizes(n_train, n_val, n_test)
+
+    @property
+    def train_length(self) -> int:
+        return self.length
+
+    @property
+    def in_features(self) -> int:
+        return self.modulus + N_OPERATOR_TOKENS
+
+    @property
+    def out_features(self) -> int:
+        return self.modulus
+
+    def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
+        if length % 2 == 0:  # expressions have odd length: Delétang's sample_batch drops one
+            length -= 1
+        n_ops = length // 2
+        residues = torch.randint(0, self.modulus, (n, n_ops + 1), generator=generator)
+        ops = torch.tensor([PLUS, TIMES, MINUS]) + self.modulus  # their draw order: + * -
+        chosen = ops[torch.randint(0, 3, (n, n_ops), generator=generator)]  # (B, m)
+        tokens = torch.empty(n, length, dtype=torch.long)  # (B, L)
+        tokens[:, 0::2], tokens[:, 1::2] = residues, chosen
+        x = F.one_hot(tokens, num_classes=self.in_features).float()  # (B, L, modulus + 4)
+        return {"x": x, "y": modular_arithmetic_labels(tokens, self.modulus)}

@@ -1,0 +1,78 @@
+"""`parity_check`: is the number of ones in a bit string odd? (Delétang et al. 2023)."""
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from lit_seq.checks import check_int
+from lit_seq.data.base import SyntheticDataModule
+
+
+def parity_labels(bits: Tensor) -> Tensor:
+    """The number of ones mod 2, one label per sequence: (B, N) -> (B,).
+
+    Example: [1, 0, 1, 0, 1, 0, 0] -> 3 ones (odd) -> 1; [0, 1, 1, 1, 1] -> 4 ones -> 0.
+    """
+    return bits.sum(dim=1) % 2
+
+
+class ParityCheckData(SyntheticDataModule):
+    """Sequence classification: the parity of the number of ones in random bits.
+
+    The regular-language task of Delétang et al. 2023, "Neural Networks and the Chomsky
+    Hierarchy" (google-deepmind/neural_networks_chomsky_hierarchy,
+    tasks/regular/parity_check.py): bits uniform in {0, 1}, one-hot encoded; class 1 when the
+    count of ones is odd. Worked example: 1010100 -> 3 ones (odd) -> class 1, and
+    01111 -> 4 ones (even) -> class 0. Batch keys: `x` (B, N, 2) float one-hot bits,
+    `y` (B,) long. Length k x N is simply k x N random bits (the label alphabet stays {0, 1}).
+    Delétang trains with the uniform curriculum (`curriculum: true`, every length 1..N).
+
+    Args:
+        length: bits per training sequence (N; the longest one with the curriculum).
+        n_train: training sequences.
+        n_val: validation sequences.
+        n_test: sequences in each test set (training length and every gen length).
+        batch_size: examples per batch in every split.
+        seed: seed of the data generation and of the training shuffle order.
+        gen_factors: length-generalisation test sets at k x length, one per entry (integers
+            >= 2, no repeats). Defaults to [2, 4]; [] disables them.
+        curriculum: Delétang's uniform curriculum: each training batch has one length drawn
+            from 1..length (n_train spread evenly over the lengths); val/test keep `length`.
+    """
+
+    name = "parity_check"  # its key in TASKS, configs/<name>/ and every record
+    task_kind = "classification"
+
+    def __init__(
+        self,
+        length: int = 20,
+        n_train: int = 5000,
+        n_val: int = 500,
+        n_test: int = 1000,
+        batch_size: int = 64,
+        seed: int = 0,
+        gen_factors: list[int] | None = None,
+        curriculum: bool = False,
+    ) -> None:
+        super().__init__(
+            batch_size=batch_size, seed=seed, gen_factors=gen_factors, curriculum=curriculum
+        )
+        self.length = check_int("length", length, 1)
+        self.set_split_sizes(n_train, n_val, n_test)
+
+    @property
+    def train_length(self) -> int:
+        return self.length
+
+    @property
+    def in_features(self) -> int:
+        return 2  # one-hot bit
+
+    @property
+    def out_features(self) -> int:
+        return 2  # even, odd
+
+    def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
+        bits = torch.randint(0, 2, (n, length), generator=generator)  # (B, N)
+        x = F.one_hot(bits, num_classes=2).float()  # (B, N, 2)
+        return {"x": x, "y": parity_labels(bits)}
