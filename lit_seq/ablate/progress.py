@@ -23,16 +23,22 @@ from lit_seq.record import RunRecord
 
 
 def describe(record: RunRecord) -> str:
-    """One line for a finished run: main metric at each test length, or the error."""
+    """One line for a finished run: main metric at each test length (``acc_ood``, the
+    positions past the training length, where a longer set has it), or the error."""
     if not record.ok:
         return f"{record.run_id}  {record.error}"
     metric, metrics = record.main_metric, record.metrics
-    values = [
-        f"{prefix.removeprefix('test_')} {metrics[key]:.3f}"
-        for key in metrics
-        if key.endswith(f"/{metric}") and (prefix := key.split("/")[0])
-    ]
+    values = []
+    for key in metrics:
+        prefix, _, name = key.partition("/")
+        ood = f"{prefix}/acc_ood" in metrics
+        if name == metric and not (ood and metric == "acc"):
+            values.append(f"{prefix.removeprefix('test_')} {metrics[key]:.3f}")
+        if name == "acc_ood":
+            values.append(f"{prefix.removeprefix('test_')} ood {metrics[key]:.3f}")
     line = f"{record.run_id}  {metric}: {', '.join(values)}  ({record.wall_seconds:.1f} s)"
+    if record.target_reached is not None:
+        line += f"  target {'at ' + str(record.target_step) if record.target_reached else 'missed'}"
     return f"{line}  warning: {record.warning}" if record.warning else line
 
 

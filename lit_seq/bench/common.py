@@ -17,6 +17,8 @@ import torch
 from lit_seq.assets import CONFIG_DIR
 
 ARCHS = ("transformer", "rnn", "lstm")
+# the tasks the speed sections time (those of the matrix grid), whatever else is registered
+BENCH_TASKS = ("signal", "parity_sum", "echo", "seq2seq")
 
 # every fit and grid of the benchmark runs without W&B (``lit_seq.fit`` and
 # ``lit_seq.ablate`` both read it): no network, no account, nothing uploaded

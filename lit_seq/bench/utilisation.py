@@ -22,11 +22,10 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from lit_seq.bench.common import ARCHS, log, run_dir_factory, sync
+from lit_seq.bench.common import ARCHS, BENCH_TASKS, log, run_dir_factory, sync
 from lit_seq.bench.overhead import build, hand_loop, prepare_data
 from lit_seq.models import count_parameters
 
-TASKS = ("signal", "parity_sum", "echo", "seq2seq")
 PEAK_SIZE = 1024
 STEPS = 40
 
@@ -111,7 +110,7 @@ def run(quick: bool, workdir: Path) -> dict:
     steps = 8 if quick else STEPS
     new_dir = run_dir_factory(workdir)
     rows = []
-    for task in TASKS[:1] if quick else TASKS:
+    for task in BENCH_TASKS[:1] if quick else BENCH_TASKS:
         for arch in ARCHS:
             rows.append(measure(task, arch, steps, new_dir(f"{task}-{arch}"), peak))
             log(f"utilisation: {task}/{arch}: {rows[-1]['pct_of_peak']}% of peak")
