@@ -48,10 +48,12 @@ class RangeEval:
         except ValueError as err:
             raise BadInput(str(err)) from None
 
-    def lengths(self, train_length: int, max_len: int) -> list[int]:
-        """The evaluated lengths: multiples of ``step`` up to the cap, ascending."""
+    def lengths(self, train_length: int, max_len: int, shortest: int = 1) -> list[int]:
+        """The evaluated lengths: the multiples of ``step`` from ``shortest`` (the task's
+        shortest valid sequence) up to the cap, ascending."""
         longest = min(math.floor(self.max_factor * train_length), max_len)
-        return list(range(self.step, longest + 1, self.step)) if self.max_factor else []
+        first = -(-max(shortest, 1) // self.step) * self.step  # first multiple >= shortest
+        return list(range(first, longest + 1, self.step)) if self.max_factor else []
 
 
 def _range_generator(seed: int, length: int) -> torch.Generator:
@@ -104,7 +106,8 @@ def length_curve(system, datamodule, config: RangeEval) -> dict[str, dict[str, f
     """metric -> {length (as text): value} over ``config.lengths``; {} when off."""
     train_length = datamodule.train_length
     curve: dict[str, dict[str, float]] = {}
-    for length in config.lengths(train_length, system.hparams.max_len):
+    shortest = getattr(datamodule, "shortest_length", 1)
+    for length in config.lengths(train_length, system.hparams.max_len, shortest):
         generator = _range_generator(datamodule.seed, length)
         # as a test set of that length: a task keeps it apart from training where it can
         tensors = datamodule._generate_split("test", config.n, length, generator)

@@ -3,10 +3,11 @@
 import pytest
 import torch
 
+from lit_seq.assets import CONFIG_DIR
 from lit_seq.evaluation import RangeEval, score
 from lit_seq.fit import build_cli, run
 from lit_seq.systems.metrics import StepAccuracy
-from tests.helpers import REPO, TINY
+from tests.helpers import REPO, TINY, tiny_fit
 
 ECHO_RNN = REPO / "configs" / "echo" / "rnn.yaml"
 
@@ -26,6 +27,8 @@ def test_range_lengths_step_up_to_the_cap():
     assert RangeEval(max_factor=2, step=5).lengths(10, 40) == [5, 10, 15, 20]
     assert RangeEval(max_factor=8, step=10).lengths(10, 40) == [10, 20, 30, 40]  # max_len
     assert RangeEval().lengths(10, 40) == []  # off
+    # from the task's shortest valid length (e.g. associative recall: 4)
+    assert RangeEval(max_factor=1, step=3).lengths(10, 40, shortest=4) == [6, 9]
 
 
 @pytest.mark.integration
@@ -47,3 +50,13 @@ def test_scores_equal_the_test_loop_and_the_curve_is_recorded(tmp_path):
     assert sorted(result.curve["acc"], key=int) == ["10", "20", "30", "40"]
     assert sorted(result.curve["acc_ood"], key=int) == ["20", "30", "40"]  # past training only
     assert result.train_length == 10 and result.chance == 0.5
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "config", sorted(CONFIG_DIR.glob("*/transformer.yaml")), ids=lambda p: p.parent.name
+)
+def test_every_task_draws_a_length_curve(config, tmp_path):
+    result = tiny_fit(config, tmp_path, "--range_eval.max_factor=1", "--range_eval.n=4")
+    lengths = sorted(int(k) for k in result.curve[result.main_metric])
+    assert lengths and lengths[-1] == result.train_length

@@ -96,6 +96,10 @@ class Seq2SeqData(SyntheticDataModule):
         return self.max_length
 
     @property
+    def shortest_length(self) -> int:
+        return self.min_length  # the shortest source a training-length split draws
+
+    @property
     def in_features(self) -> int:
         return self.vocab + N_SPECIAL
 
