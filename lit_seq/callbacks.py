@@ -36,14 +36,14 @@ class TrainTimer(L.Callback):
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._step = trainer.global_step
-        self.seconds, self.steps = self._totals()
+        self.seconds, self.steps = self.totals()
         self._start_time = None
 
     def elapsed(self) -> float:
         """Training seconds so far, sessions before this one included."""
-        return self._totals()[0]
+        return self.totals()[0]
 
-    def _totals(self) -> tuple[float, int]:
+    def totals(self) -> tuple[float, int]:
         seconds, steps = self._carried
         if self._start_time is not None:
             seconds += time.perf_counter() - self._start_time
@@ -51,7 +51,7 @@ class TrainTimer(L.Callback):
         return seconds, steps
 
     def state_dict(self) -> dict:
-        seconds, steps = self._totals()
+        seconds, steps = self.totals()
         return {"seconds": seconds, "steps": steps}
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -67,7 +67,7 @@ def _log_figure(trainer: L.Trainer, key: str, fig) -> Path | None:
         plt.close(fig)
         return None
     path = Path(trainer.default_root_dir) / f"{key.replace('/', '_')}.png"
-    fig.savefig(path, dpi=100, bbox_inches="tight")
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     for logger in trainer.loggers:
         if isinstance(logger, WandbLogger):
@@ -75,65 +75,161 @@ def _log_figure(trainer: L.Trainer, key: str, fig) -> Path | None:
     return path
 
 
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: never a window, also without a display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def class_names(datamodule, n: int) -> list[str]:
+    """Names of a task's ``n`` classes: its ``class_names`` if it has them, the signal task's
+    frequencies (``2 cycles``), else ``class 0``, ``class 1``, ..."""
+    names = getattr(datamodule, "class_names", None)
+    if names is not None and len(names) == n:
+        return [str(name) for name in names]
+    freqs = getattr(datamodule, "freqs", None)
+    if freqs is not None and len(freqs) == n:
+        return [f"{float(f):g} cycle{'s' if float(f) != 1 else ''}" for f in freqs]
+    return [f"class {i}" for i in range(n)]
+
+
+def confusion_figure(matrices: dict[str, torch.Tensor], names: list[str], train_length: int):
+    """One panel per test set (``{length: (C, C) counts}``, rows true class, columns
+    predicted): colour is the share of the true class (light to dark, 0 to 1), each cell
+    says its count and share in a colour readable on it; titles give length and accuracy."""
+    plt = _pyplot()
+    n = len(names)
+    size = 1.0 + 0.55 * n
+    fig, axes = plt.subplots(
+        1, len(matrices), figsize=(size * len(matrices) + 1.2, size + 0.6), squeeze=False
+    )
+    for panel, (ax, (length, counts)) in enumerate(zip(axes[0], matrices.items(), strict=True)):
+        counts = counts.double()
+        shares = counts / counts.sum(dim=1, keepdim=True).clamp(min=1)  # per true class
+        image = ax.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0)
+        for i in range(n):
+            for j in range(n):
+                dark = shares[i, j] > 0.55  # white text on the dark end of the map
+                ax.text(
+                    j,
+                    i,
+                    f"{int(counts[i, j])}\n{shares[i, j]:.0%}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if dark else "#1a1a1a",
+                )
+        acc = float(counts.diagonal().sum() / counts.sum().clamp(min=1))
+        which = "training length" if length == train_length else f"{length // train_length}x"
+        ax.set_title(f"length {length} ({which})\naccuracy {acc:.1%}", fontsize=8)
+        ax.set_xticks(range(n), names, rotation=30, ha="right", fontsize=7)
+        ax.set_yticks(range(n), names if panel == 0 else [], fontsize=7)  # same rows in all
+        ax.set_xlabel("predicted class", fontsize=8)
+        if panel == 0:
+            ax.set_ylabel("true class", fontsize=8)
+    bar = fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8)
+    bar.set_label("share of the true class", fontsize=8)
+    fig.suptitle("test confusion matrices, one per test length", fontsize=9)
+    return fig
+
+
 class ConfusionMatrixLogger(L.Callback):
-    """Plots the confusion matrix of a classifier's training-length test set."""
+    """Plots the confusion matrix of every test set of a classifier, side by side."""
 
     def on_test_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         confusion = getattr(pl_module, "confusion", None)
-        if confusion is None or not confusion.update_called:
+        datamodule = getattr(trainer, "datamodule", None)
+        if confusion is None or datamodule is None:
             return
-        import matplotlib
+        lengths = dict(zip(datamodule.test_prefixes, datamodule.test_lengths, strict=True))
+        matrices = {}
+        for prefix, metric in confusion.items():
+            if metric.update_called:
+                matrices[lengths[prefix]] = metric.compute().cpu()  # (C, C)
+                metric.reset()
+        if matrices:
+            n = next(iter(matrices.values())).shape[0]
+            names = class_names(datamodule, n)
+            fig = confusion_figure(matrices, names, datamodule.train_length)
+            _log_figure(trainer, "test/confusion_matrix", fig)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
 
-        matrix = confusion.compute().cpu()  # (C, C): rows true class, columns predicted
-        confusion.reset()
-        fig, ax = plt.subplots(figsize=(3.2, 3))
-        ax.imshow(matrix, cmap="Blues")
-        for i in range(matrix.shape[0]):
-            for j in range(matrix.shape[1]):
-                ax.text(j, i, int(matrix[i, j]), ha="center", va="center", fontsize=8)
-        ax.set_xlabel("predicted")
-        ax.set_ylabel("true")
-        ax.set_title("test confusion matrix")
-        _log_figure(trainer, "test/confusion_matrix", fig)
+def _input_labels(x: torch.Tensor, extra: int) -> list[str]:
+    """Tick labels of one input sequence ``x`` (T,) tokens or (T, F) values: the token, or
+    the first feature rounded; ``extra`` leading positions the network added (``CLS``)."""
+    values = x[:, 0] if x.dim() == 2 else x  # (T,)
+    if values.dtype.is_floating_point and not torch.equal(values, values.round()):
+        labels = [f"{float(v):.1f}" for v in values]
+    else:  # tokens, or bits stored as floats
+        labels = [str(int(v)) for v in values]
+    return ["CLS"] * extra + labels
+
+
+def attention_figure(maps: list[torch.Tensor], labels: list[str], title: str):
+    """Every layer (rows) and head (columns) of one example's attention, ``maps`` one
+    (H, T, T) tensor per layer: queries down, keys across, both labelled with the input
+    at that position, one shared colour bar of the attention weight."""
+    plt = _pyplot()
+    n_layers, n_heads, T = len(maps), maps[0].shape[0], maps[0].shape[-1]
+    every = max(1, -(-T // 12))  # at most about a dozen labelled positions per axis
+    ticks = list(range(0, T, every))
+    tick_labels = [f"{t}: {labels[t]}" for t in ticks]
+    top = max(float(m.max()) for m in maps)
+    cell = 2.2 if T > 12 else 1.8
+    fig, axes = plt.subplots(
+        n_layers, n_heads, figsize=(cell * n_heads + 1.5, cell * n_layers + 0.8), squeeze=False
+    )
+    for layer, layer_maps in enumerate(maps):
+        for head in range(n_heads):
+            ax = axes[layer][head]
+            image = ax.imshow(layer_maps[head], cmap="viridis", vmin=0.0, vmax=top)
+            ax.set_title(f"layer {layer + 1}, head {head + 1}", fontsize=7)
+            ax.set_xticks(ticks, tick_labels if layer == n_layers - 1 else [], rotation=90)
+            ax.set_yticks(ticks, tick_labels if head == 0 else [])
+            ax.tick_params(labelsize=5, length=2)
+            if layer == n_layers - 1:
+                ax.set_xlabel("key position: input", fontsize=7)
+            if head == 0:
+                ax.set_ylabel("query position: input", fontsize=7)
+    bar = fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.7)
+    bar.set_label("attention weight (each row sums to 1)", fontsize=7)
+    bar.ax.tick_params(labelsize=6)
+    fig.suptitle(title, fontsize=8)
+    return fig
 
 
 class AttentionMapLogger(L.Callback):
-    """After training, plots the last layer's attention maps of a few validation examples.
+    """After training, plots every layer's and head's attention on one validation example.
 
     Only for networks that expose ``attention_maps`` (transformer backbones).
     """
 
-    def __init__(self, n_examples: int = 2) -> None:
-        self.n_examples = n_examples
+    def __init__(self, example: int = 0) -> None:
+        self.example = example
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         net = getattr(pl_module, "net", None)
         datamodule = getattr(trainer, "datamodule", None)
         if datamodule is None or not hasattr(getattr(net, "backbone", None), "attention_maps"):
             return
-        batch = datamodule.val_set[list(range(self.n_examples))]
+        batch = datamodule.val_set[[self.example]]
         if "x" not in batch:
             return
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
         was_training = net.training
         net.eval()
         with torch.no_grad():
-            maps = net.attention_maps(batch["x"].to(pl_module.device))[-1].float().cpu()
+            maps = net.attention_maps(batch["x"].to(pl_module.device))  # per layer (1, H, T, T)
         net.train(was_training)
-        n_heads = maps.shape[1]  # maps: (B, H, T, T) of the last layer
-        fig, axes = plt.subplots(
-            self.n_examples, n_heads, figsize=(1.8 * n_heads, 1.8 * self.n_examples), squeeze=False
+        maps = [m[0].float().cpu() for m in maps]
+        x = batch["x"][0].cpu()
+        labels = _input_labels(x, extra=maps[0].shape[-1] - x.shape[0])
+        target = batch.get("y")
+        about = f", target {target[0].tolist()}" if target is not None and target.dim() == 1 else ""
+        title = (
+            f"attention of validation example {self.example} ({datamodule.name}{about}); "
+            "tick labels: position: input value"
         )
-        for b in range(self.n_examples):
-            for h in range(n_heads):
-                axes[b][h].imshow(maps[b, h], cmap="viridis")
-                axes[b][h].set_axis_off()
-                axes[b][h].set_title(f"ex {b} head {h}", fontsize=7)
-        _log_figure(trainer, "val/attention_maps", fig)
+        _log_figure(trainer, "val/attention_maps", attention_figure(maps, labels, title))

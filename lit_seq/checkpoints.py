@@ -280,3 +280,59 @@ def _moved(state: dict, folder: str) -> dict:
         **{key: here(state.get(key)) for key in paths if key in state},
         "best_k_models": {here(p): v for p, v in (state.get("best_k_models") or {}).items()},
     }
+
+
+class EarlyLast(L.Callback):
+    """Keeps ``last.ckpt`` from early on: every ``every_n_steps`` optimizer steps, and when
+    the fit raises between steps, so that ``--ckpt_path last`` resumes near where a fit
+    stopped, not from its last validation (and a fit killed before its first validation
+    has something to resume).
+
+    A step that is followed by a validation is left to the validation's own checkpoint
+    (saved after it: a resume then neither repeats nor skips that validation), and an error
+    inside a training step or a diverged fit (``FloatingPointError``) saves nothing: the
+    previous checkpoint is then the last state known to be whole.
+    """
+
+    def __init__(self, last_checkpoint: Path, every_n_steps: int) -> None:
+        self.last_checkpoint = Path(last_checkpoint)
+        self.every_n_steps = every_n_steps
+        self._saved_step = -1  # global step of the latest checkpoint saved in this fit
+        self._training = self._in_step = False
+
+    def on_save_checkpoint(self, trainer: L.Trainer, pl_module, checkpoint: dict) -> None:
+        self._saved_step = trainer.global_step  # any checkpoint: the ModelCheckpoint's too
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._training = True
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._training = False
+
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module, batch, batch_idx) -> None:
+        self._in_step = True
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self._in_step = False
+        step = trainer.global_step
+        if step % self.every_n_steps == 0 and not _validates_now(trainer):
+            self._save(trainer)
+
+    def on_exception(self, trainer: L.Trainer, pl_module, exception: BaseException) -> None:
+        if self._training and not self._in_step and not isinstance(exception, FloatingPointError):
+            with contextlib.suppress(Exception):  # the error being raised is the one to tell
+                self._save(trainer)
+
+    def _save(self, trainer: L.Trainer) -> None:
+        if trainer.global_step > 0 and self._saved_step != trainer.global_step:
+            trainer.save_checkpoint(self.last_checkpoint, weights_only=False)
+
+
+def _validates_now(trainer: L.Trainer) -> bool:
+    """Whether Lightning validates after the training step that just ended (when unsure:
+    True, which leaves the checkpoint to the validation)."""
+    loop = trainer.fit_loop
+    try:
+        return bool(loop.epoch_loop._should_check_val_fx(loop._data_fetcher))
+    except Exception:  # noqa: BLE001 - Lightning internals: a later version may differ
+        return True

@@ -16,13 +16,12 @@ job) or SIGINT stop a fit at a step boundary with ``last.ckpt`` saved there and 
 
 import errno
 import logging
-import re
 import sys
 import warnings
 from pathlib import Path
 
 import torch
-from jsonargparse import ArgumentError
+from jsonargparse import ArgumentError, DefaultHelpFormatter
 from lightning.pytorch import Trainer
 from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
 
@@ -32,41 +31,71 @@ from lit_seq.checkpoints import (
     CHECKPOINTS,
     LAST,
     AtomicCheckpointIO,
+    EarlyLast,
     ResumeState,
     RunCheckpoint,
     discard_partial_writes,
 )
 from lit_seq.checks import BadInput, check_int
+from lit_seq.cli_errors import one_line
 from lit_seq.csv_log import RunCSVLogger
-from lit_seq.data import TASKS, SyntheticDataModule
+from lit_seq.data import SyntheticDataModule
 from lit_seq.evaluation import RangeEval, length_curve, validation_scores
 from lit_seq.progress_bar import ThrottledRichProgressBar
-from lit_seq.record import FitResult
-from lit_seq.run_folder import check_not_in_use, check_run, lock_run_dir, run_dir_path
+from lit_seq.record import FitResult, diverged_loss
+from lit_seq.run_folder import (
+    check_not_in_use,
+    check_run,
+    lock_run_dir,
+    run_dir_path,
+    wandb_run_id,
+)
 from lit_seq.runtime import disk_full
 from lit_seq.safe_yaml import YamlError, load_yaml
 from lit_seq.stop_on_signal import FitInterrupted, StopOnSignal
-from lit_seq.summary import print_metrics
+from lit_seq.summary import fit_header, options_help, print_metrics
 from lit_seq.systems import SYSTEMS, SequenceSystem
 from lit_seq.target import StopAtTarget, Target, check_target
 from lit_seq.tracking import WANDB_MODES, WANDB_TAG_LIMIT, resolve_wandb_mode
-from lit_seq.trainer_checks import PRECISIONS, check_trainer
+from lit_seq.trainer_checks import check_trainer
 from lit_seq.wandb_logger import GuardedWandbLogger, start_wandb_logger
 
 # main() hands sys.argv over as ``args``, which is exactly what this warning is about
 warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
 # "Seed set to 0" on every run is noise; the seed is in the saved config
 logging.getLogger("lightning.fabric.utilities.seed").setLevel(logging.WARNING)
+# Lightning's info lines (GPU/TPU available, tips and adverts, "Restoring states from ..."):
+# the header of a fit says what matters (fit_header), in five lines
+logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
+# the CSV log continues its file on a resume and a new folder holds only the lock: nothing
+# is ever deleted, whatever this says
+warnings.filterwarnings("ignore", message=".*Previous log files in this directory will be")
+# lit_seq logs on exactly the steps that get written (SequenceSystem._written_this_step)
+warnings.filterwarnings("ignore", message=".*is smaller than the logging interval")
+# a deprecation inside Lightning itself (its _pytree), nothing a user can change
+warnings.filterwarnings("ignore", message=".*isinstance\\(treespec, LeafSpec\\)")
 
 
 class SaveAndLogConfig(SaveConfigCallback):
-    """Writes ``config.yaml`` to the run folder and sends the full config to W&B too."""
+    """Writes ``config.yaml`` to the run folder and sends the resolved config to W&B too."""
 
     def save_config(self, trainer: Trainer, pl_module, stage: str) -> None:
-        config = self.config.clone().as_dict()
         for logger in trainer.loggers:
             if isinstance(logger, GuardedWandbLogger):
-                logger.update_config({"cli": config})
+                logger.update_config({"cli": resolved_config(self.config, pl_module)})
+
+
+def resolved_config(config, model: SequenceSystem) -> dict:
+    """The parsed ``config`` as a dict, with the model's arguments as the model was built.
+
+    The parsed config keeps the parse-time defaults of the fields linked from the data
+    (``out_features`` 1, ``max_len`` 512 where the model has 3 and 256): those are replaced
+    by the system's own hyperparameters, so no value contradicts another.
+    """
+    content = config.clone().as_dict()
+    hparams = {k: v for k, v in model.hparams.items() if not k.startswith("_")}
+    content["model"] = {"class_path": content["model"]["class_path"], "init_args": hparams}
+    return content
 
 
 class LitSeqCLI(LightningCLI):
@@ -102,6 +131,26 @@ class LitSeqCLI(LightningCLI):
             default=False,
             help="Let W&B record the installed packages with the run (slower start).",
         )
+        parser.add_argument(
+            "--wandb_config",
+            type=dict,
+            default={},
+            help="Extra keys of the W&B run's config, as JSON (a grid gives each of its runs "
+            "grid, block, cell, seed, run_id and one key per axis).",
+        )
+        parser.add_argument(
+            "--wandb_log_model",
+            type=bool,
+            default=False,
+            help="Upload the best and last checkpoints to W&B as model artifacts after the fit.",
+        )
+        parser.add_argument(
+            "--checkpoint_every",
+            type=int,
+            default=50,
+            help="Save checkpoints/last.ckpt every this many optimizer steps (and on an "
+            "error), so that an interrupted fit resumes from near where it stopped.",
+        )
         parser.add_class_arguments(Target, "target", instantiate=False)
         parser.add_class_arguments(RangeEval, "range_eval", instantiate=False)
         # the task decides the sizes; the model never has to be told them by hand
@@ -115,6 +164,7 @@ class LitSeqCLI(LightningCLI):
         if not isinstance(seed, bool):  # true: Lightning picks a seed
             _checked(lambda: check_int("seed_everything", seed, 0, 2**32 - 1))
         _checked(lambda: check_trainer(self.config.trainer))
+        _checked(lambda: check_int("checkpoint_every", self.config.checkpoint_every, 1))
         if long := [t for t in self.config.wandb_tags if len(t) > WANDB_TAG_LIMIT]:
             raise BadInput(
                 f"wandb_tags: {long[0]!r} is {len(long[0])} characters; W&B takes at most "
@@ -166,8 +216,9 @@ class LitSeqCLI(LightningCLI):
         )
         # after the ModelCheckpoint: at a validation step it stops once that one has saved
         self.stop_on_signal = StopOnSignal(folder / LAST)
+        early = EarlyLast(folder / LAST, self.config.checkpoint_every)
         callbacks = list(trainer_config.get("callbacks") or [])
-        callbacks += [checkpoint, self.stop_on_signal, ResumeState(), TrainTimer()]
+        callbacks += [checkpoint, early, self.stop_on_signal, ResumeState(), TrainTimer()]
         if self.target.metric is not None:
             callbacks.append(StopAtTarget(self.target))
         callbacks += [ConfusionMatrixLogger(), AttentionMapLogger()]
@@ -176,7 +227,10 @@ class LitSeqCLI(LightningCLI):
         return callbacks
 
     def _loggers(self) -> list:
-        """CSV always; W&B unless off, and only if it starts (else ``wandb_error`` says why)."""
+        """CSV always; W&B unless off, and only if it starts (else ``wandb_error`` says why).
+
+        A resume continues the W&B run of the fit it resumes (its id is in the run folder).
+        """
         loggers = [RunCSVLogger(self.run_dir, self.resume.step if self.resume else None)]
         self.wandb_error = ""
         if self.wandb_mode != "off":
@@ -185,11 +239,19 @@ class LitSeqCLI(LightningCLI):
                 project=self.config.wandb_project,
                 name=self.run_dir.name,
                 save_dir=str(self.run_dir),
+                id=wandb_run_id(self.run_dir, resuming=self.resume is not None),
+                job_type="train",
                 group=self.config.wandb_group,
                 tags=list(self.config.wandb_tags),
+                config=dict(self.config.wandb_config),
+                log_model=self.config.wandb_log_model,
                 save_requirements=self.config.wandb_save_requirements,
             )
             if wandb_logger is not None:  # known now, before any training: else, without W&B
+                metrics = self.model.build_metrics().items()
+                best = {f"val/{k}": bool(m.higher_is_better) for k, m in metrics}
+                wandb_logger.define_best({"val/loss": False, **best})
+                wandb_logger.update_summary({"params": self.model.num_parameters})
                 loggers.append(wandb_logger)
         return loggers
 
@@ -267,6 +329,13 @@ def _check_config_file(path: Path) -> None:
         )
 
 
+class _HelpFormatter(DefaultHelpFormatter):
+    """jsonargparse's help, with the description (lit_seq's options) kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "".join(indent + line for line in text.splitlines(keepends=True))
+
+
 def _make_cli(cli_class: type[LitSeqCLI], args: list[str]) -> LitSeqCLI:
     accelerated = torch.cuda.is_available()
     try:
@@ -280,15 +349,24 @@ def _make_cli(cli_class: type[LitSeqCLI], args: list[str]) -> LitSeqCLI:
                 "accelerator": "auto",
                 "devices": 1,
                 "precision": "bf16-mixed" if accelerated else "32-true",
+                # the header says the parameters in one line; the table is one flag away
+                "enable_model_summary": False,
             },
             save_config_callback=SaveAndLogConfig,
             save_config_kwargs={"overwrite": True, "save_to_log_dir": True},
-            parser_kwargs={"exit_on_error": False},
+            parser_kwargs={
+                "exit_on_error": False,
+                "prog": "python -m lit_seq.fit",
+                "usage": "python -m lit_seq.fit [--config FILE ...] [--SECTION.KEY VALUE ...]",
+                "description": options_help(),
+                "formatter_class": _HelpFormatter,
+            },
+            auto_configure_optimizers=False,  # the systems configure their own
             run=False,
             args=args,
         )
     except (ArgumentError, ValueError) as err:
-        raise BadInput(_one_line(err)) from None
+        raise BadInput(one_line(err)) from None
 
 
 def build_cli(args: list[str] | None = None) -> LitSeqCLI:
@@ -310,54 +388,59 @@ def check_config(args: list[str]) -> CheckCLI:
     return _make_cli(CheckCLI, _with_config(args))
 
 
-def _inner(error: BaseException) -> BaseException | None:
-    if error.__cause__ is not None or error.__suppress_context__:
-        return error.__cause__
-    return error.__context__
-
-
-def _one_line(error: BaseException) -> str:
-    """The root cause of a (jsonargparse-wrapped) error as one line, prefixed by its field."""
-    chain = [error]
-    while (inner := _inner(chain[-1])) is not None:
-        chain.append(inner)
-    root = " ".join(str(chain[-1]).split())
-    if missing := re.fullmatch(
-        r"module '(lit_seq\.(data|systems))' has no attribute '(\w+)'", root
-    ):
-        known = TASKS if missing.group(2) == "data" else {c.__name__: c for c in SYSTEMS.values()}
-        names = [f"{missing.group(1)}.{cls.__name__}" for cls in known.values()]
-        return f"{missing.group(1)}.{missing.group(3)} does not exist; one of {names}"
-    # jsonargparse's "Expected a <class 'float'>. Got value: nan": say it as the other errors do
-    root = re.sub(
-        r"Expected a <class '(\w+)'>\. Got value: (.*)$",
-        lambda m: f"got {m.group(2)!r}, which is not a valid {m.group(1)}",
-        root,
-    )
-    # jsonargparse names the nested keys it was parsing: 'Parser key "data": ... "length"'
-    keys = re.findall(r'Parser key "([^"]+)"', str(error))
-    field = ".".join(dict.fromkeys(keys))
-    if field == "trainer.precision" and (value := re.search(r"got '([^']*)'", root)):
-        return f"trainer.precision={value.group(1)!r} is not one of {list(PRECISIONS)}"
-    if field and field not in root:
-        return f"{field}: {root}"
-    return root
-
-
 def run(cli: LitSeqCLI) -> FitResult:
     """Fit, test on the best checkpoint (all test sets), write and return the result.
 
     FitInterrupted (a SystemExit of status 143 or 130) on SIGTERM or SIGINT, after saving
     ``last.ckpt``; the run folder is unlocked on the way out, however it ends.
     """
+    status, exit_code = "failed", 1  # what W&B is told unless the fit gets to its end
+    print_header(cli)
     try:
         with cli.stop_on_signal.handling_signals():
-            return _fit_and_test(cli)
+            result = _fit_and_test(cli)
+        status, exit_code = ("diverged", 1) if diverged_loss(result.metrics) else ("ok", 0)
+        return result
+    except FitInterrupted as err:
+        status, exit_code = "interrupted", err.code
+        raise
+    except FloatingPointError:  # raised by the system when val/loss is not finite
+        status = "diverged"
+        raise
     finally:
-        # also after a failure, so a later run in this process never logs into this one
+        # also after a failure, so a later run in this process never logs into this one;
+        # with a non-zero exit code, so that W&B shows the run as failed, not finished
         for logger in _wandb_loggers(cli.trainer):
-            logger.finish()
+            logger.update_summary(_summary(cli.trainer, status))
+            logger.finish(exit_code=exit_code)
         cli.run_lock.close()
+
+
+def print_header(cli: LitSeqCLI) -> None:
+    """What the fit is about to do, in a few lines (see ``fit_header``)."""
+    wandb = _wandb_loggers(cli.trainer)
+    if wandb:
+        path = wandb[0].run_path()  # the offline folder, or entity/project/id online
+        offline = cli.wandb_mode == "offline" or cli.wandb_error
+        where = f"offline, upload later with: wandb sync {path}" if offline else f"online {path}"
+    else:
+        where = f"off ({cli.wandb_error})" if cli.wandb_error else "off"
+    resumed = cli.resume.step if cli.resume else None
+    lines = fit_header(str(cli.run_dir), resumed, cli.model, cli.datamodule, cli.trainer, where)
+    print("\n".join(lines), flush=True)
+
+
+def _summary(trainer: Trainer, status: str) -> dict:
+    """What the W&B runs table shows of a fit however it ended: status, steps and speed."""
+    timer = next(c for c in trainer.callbacks if isinstance(c, TrainTimer))
+    seconds, steps = timer.totals()
+    batch_size = getattr(trainer.datamodule, "batch_size", 0)
+    return {
+        "status": status,
+        "steps": trainer.global_step,
+        "train_seconds": round(seconds, 3),
+        "samples_per_second": round(steps * batch_size / max(seconds, 1e-9), 1),
+    }
 
 
 def _wandb_loggers(trainer: Trainer) -> list[GuardedWandbLogger]:
@@ -381,7 +464,7 @@ def _fit_and_test(cli: LitSeqCLI) -> FitResult:
     reached = stopper.reached if stopper else None
     result = FitResult(
         task=datamodule.name,
-        arch=model.hparams.arch,
+        arch=model.arch_name,
         system=type(model).__name__,
         main_metric=model.main_metric,
         params=model.num_parameters,

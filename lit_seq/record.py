@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,11 @@ def format_value(value: object) -> str:
     if isinstance(value, list | dict):
         return json.dumps(value)
     return str(value)
+
+
+def diverged_loss(metrics: dict[str, float]) -> str:
+    """The first ``.../loss`` in ``metrics`` that is not finite (a diverged run), else ""."""
+    return next((k for k, v in metrics.items() if k.endswith("/loss") and not math.isfinite(v)), "")
 
 
 @dataclass

@@ -8,8 +8,10 @@ unfinished fit's checkpoints is resumed (``--ckpt_path last``), never silently r
 and a resume of a finished run that has nothing left to train is refused.
 """
 
+import contextlib
 import fcntl
 import os
+import secrets
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -22,10 +24,12 @@ from lit_seq.checkpoints import (
     resume_checkpoint,
 )
 from lit_seq.checks import BadInput
+from lit_seq.io import atomic_write_text
 from lit_seq.record import METRICS_FILE
 from lit_seq.systems import SequenceSystem
 
 LOCK_FILE = ".lock"  # in a run folder: held by the fit that uses it
+WANDB_ID_FILE = "wandb_id"  # in a run folder: the W&B run that a resume continues
 
 
 def run_dir_path(config, task: str) -> Path:
@@ -143,3 +147,17 @@ def _check_something_to_do(config, run_dir: Path, resume: Resume | None) -> None
             f"of trainer.max_steps={max_steps}, nothing to resume (nothing was changed; a "
             "larger --trainer.max_steps trains on)"
         )
+
+
+def wandb_run_id(run_dir: Path, resuming: bool) -> str:
+    """The W&B run id of the fit in ``run_dir``: on a resume the one its first session kept
+    in ``wandb_id`` (so W&B continues that run instead of opening a second one of the same
+    name), else a new one, kept there for the resumes to come."""
+    path = Path(run_dir) / WANDB_ID_FILE
+    if resuming:
+        with contextlib.suppress(OSError):
+            if kept := path.read_text().strip():
+                return kept
+    run_id = secrets.token_hex(4)  # 8 characters of [0-9a-f], as W&B's own ids are
+    atomic_write_text(path, run_id + "\n")
+    return run_id

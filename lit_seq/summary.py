@@ -1,9 +1,105 @@
-"""Console output of a finished fit: one short table of its test metrics."""
+"""What a fit prints: its own options in ``--help``, a short header, and its test metrics.
 
+LightningCLI's ``--help`` documents the Trainer at length but lit_seq's own options (the
+backbone, the positional encoding, the readout, each task's settings) only under
+``--model.help CLASS``; :func:`options_help` lists them at the top of ``--help``, with
+their allowed values, read from the typed signatures (so it cannot drift from them).
+"""
+
+import inspect
+import textwrap
+import typing
+
+import docstring_parser
 from rich.console import Console
 from rich.table import Table
 
+from lit_seq.data import TASKS
 from lit_seq.record import FitResult
+from lit_seq.systems import SYSTEMS, SequenceSystem
+
+LINKED = ("in_features", "out_features", "max_len")  # set from the data: never by hand
+
+
+WIDTH = 100  # columns of an option line in --help
+
+
+def _kind(annotation) -> str:
+    """A parameter's type as --help should show it: choices as ``{a,b}``, else the name."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return "{" + ",".join(map(str, typing.get_args(annotation))) + "}"
+    return getattr(annotation, "__name__", str(annotation)).replace("typing.", "")
+
+
+def _options(cls: type, skip: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
+    """(name, ``kind = default``, first sentence of its doc) per argument of ``cls.__init__``."""
+    docs = {
+        p.arg_name: " ".join((p.description or "").replace("``", "").split())
+        for p in docstring_parser.parse(cls.__init__.__doc__ or cls.__doc__ or "").params
+    }
+    hints = typing.get_type_hints(cls.__init__)
+    rows = []
+    for name, param in inspect.signature(cls.__init__).parameters.items():
+        if name == "self" or name in skip or param.kind is param.VAR_KEYWORD:
+            continue
+        kind = _kind(hints.get(name, param.annotation))
+        rows.append((name, f"{kind} = {param.default!r}", docs.get(name, "").split(". ")[0]))
+    return rows
+
+
+def _line(indent: str, name: str, kind: str, doc: str) -> str:
+    head = f"{indent}{name:<16} {kind}"
+    room = WIDTH - len(head) - 2
+    return f"{head}  {textwrap.shorten(doc, room, placeholder='...')}" if room > 12 else head
+
+
+def options_help() -> str:
+    """The text at the top of ``python -m lit_seq.fit --help``: lit_seq's own options."""
+    lines = [
+        "Train one configuration (default: signal / transformer), test it on every test set",
+        "and write its run folder. lit_seq's own options follow; all options of one class:",
+        "--model.help CLASS or --data.help CLASS (e.g. --model.help SequenceClassification).",
+        "",
+        "model options (--model.NAME VALUE) of every system:",
+    ]
+    base = _options(SequenceSystem, skip=LINKED)
+    lines += [_line("  ", *row) for row in base]
+    for system in SYSTEMS.values():
+        own = _options(system, skip=(*LINKED, *(n for n, _, _ in base)))
+        if own:  # the arguments a system adds to those of the base class
+            lines.append(f"  {system.__name__} (--model; trains {system.task_kind!r} tasks) adds:")
+            lines += [_line("    ", *row) for row in own]
+    lines += ["", "tasks (--data CLASS, then --data.NAME VALUE; all: --data.help CLASS):"]
+    for name, task in TASKS.items():
+        options = ", ".join(n for n, _, _ in _options(task))
+        lines += textwrap.wrap(
+            f"{name} (lit_seq.data.{task.__name__}): {options}",
+            WIDTH,
+            initial_indent="  ",
+            subsequent_indent="      ",
+        )
+    return "\n".join(lines)
+
+
+def fit_header(
+    run_dir: str, resumed_step: int | None, system, datamodule, trainer, wandb: str
+) -> list[str]:
+    """The few lines a fit prints before it trains: where, what, on what, and W&B."""
+    resumed = f" (resuming at step {resumed_step})" if resumed_step is not None else ""
+    arch = system.hparams.get("arch", "")
+    lengths = ", ".join(map(str, datamodule.test_lengths))
+    sizes = (getattr(datamodule, k, "?") for k in ("n_train", "n_val", "n_test"))
+    n_train, n_val, n_test = sizes
+    device = trainer.strategy.root_device
+    return [
+        f"run folder: {run_dir}{resumed}",
+        f"model: {type(system).__name__} / {arch}, {system.num_parameters:,} parameters",
+        f"data: {datamodule.name}, {n_train} training sequences of length "
+        f"{datamodule.train_length}, {n_val} validation, {n_test} per test set at lengths "
+        f"{lengths}",
+        f"device: {device.type}, precision {trainer.precision}, {trainer.max_steps} steps",
+        f"W&B: {wandb}",
+    ]
 
 
 def print_metrics(result: FitResult, console: Console | None = None) -> None:

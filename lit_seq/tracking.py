@@ -5,9 +5,11 @@ offline run files (``wandb sync DIR`` uploads them later). ``off`` disables it. 
 ``wandb.init`` waits at most :data:`WANDB_INIT_TIMEOUT_S` for the server.
 """
 
+import configparser
 import netrc
 import os
 from pathlib import Path
+from urllib.parse import urlparse
 
 from lit_seq.checks import check_choice
 
@@ -21,12 +23,33 @@ WANDB_TAG_LIMIT = 64  # characters: W&B refuses a longer tag
 WANDB_INIT_TIMEOUT_S = 5.0
 
 
+DEFAULT_HOST = "api.wandb.ai"
+
+
+def wandb_host() -> str:
+    """The host of the W&B server runs go to: ``WANDB_BASE_URL``'s, else the ``base_url`` that
+    ``wandb login --host`` saved in wandb's settings file, else wandb's cloud."""
+    base = os.environ.get("WANDB_BASE_URL") or _saved_base_url()
+    return (urlparse(base).hostname if base else None) or DEFAULT_HOST
+
+
+def _saved_base_url() -> str:
+    folder = os.environ.get("WANDB_CONFIG_DIR") or Path.home() / ".config" / "wandb"
+    parser = configparser.ConfigParser()
+    try:
+        parser.read(Path(folder) / "settings")
+    except (configparser.Error, OSError):
+        return ""
+    return parser.get("default", "base_url", fallback="")
+
+
 def wandb_api_key_configured() -> bool:
-    """True when an API key is in the environment or in ``~/.netrc`` (``wandb login``)."""
+    """True when an API key is in the environment or in ``~/.netrc`` (``wandb login``) for the
+    host runs go to (:func:`wandb_host`: a self-hosted server counts)."""
     if os.environ.get("WANDB_API_KEY"):
         return True
     try:
-        return netrc.netrc().authenticators("api.wandb.ai") is not None
+        return netrc.netrc().authenticators(wandb_host()) is not None
     except (FileNotFoundError, netrc.NetrcParseError, OSError):
         return False
 

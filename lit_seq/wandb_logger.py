@@ -25,6 +25,8 @@ class GuardedWandbLogger(WandbLogger):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        # Lightning hands wandb.init ``anonymous=None``, which wandb >= 0.19 warns about
+        self._wandb_init.pop("anonymous", None)
         self.error = ""  # the first failure, as one line; "" while W&B works
         self._started = False
 
@@ -55,6 +57,22 @@ class GuardedWandbLogger(WandbLogger):
     def update_config(self, config: dict) -> None:
         self._guard(lambda: self.experiment.config.update(config, allow_val_change=True))
 
+    def update_summary(self, values: dict) -> None:
+        """Set keys of the run's summary (what the W&B runs table shows per run)."""
+        self._guard(lambda: self.experiment.summary.update(values))
+
+    def define_best(self, metrics: dict[str, bool]) -> None:
+        """Summarise each metric by its best value so far: ``metrics`` maps a key to
+        higher-is-better. Its charts keep Lightning's step axis (``trainer/global_step``)."""
+
+        def define() -> None:
+            for key, higher in metrics.items():
+                self.experiment.define_metric(
+                    key, step_metric="trainer/global_step", summary="max" if higher else "min"
+                )
+
+        self._guard(define)
+
     def log_metrics(self, metrics, step=None) -> None:
         self._guard(lambda: super(GuardedWandbLogger, self).log_metrics(metrics, step))
 
@@ -78,11 +96,15 @@ class GuardedWandbLogger(WandbLogger):
             return ""
         return str(self._guard(lambda: wandb_run_path(self.experiment)) or "")
 
-    def finish(self) -> None:
-        """Close the W&B run, so that a later run in this process never merges into it."""
+    def finish(self, exit_code: int = 0) -> None:
+        """Close the W&B run, so that a later run in this process never merges into it.
+
+        ``exit_code``: non-zero for a fit that failed, diverged or was interrupted, which W&B
+        then shows as failed instead of finished."""
         if self._started:
+            code = exit_code or (1 if self.error else 0)
             with contextlib.suppress(Exception):  # nothing left to tell if this fails too
-                self.experiment.finish(exit_code=1 if self.error else 0)
+                self.experiment.finish(exit_code=code)
 
 
 def start_wandb_logger(
@@ -101,16 +123,14 @@ def start_wandb_logger(
     import wandb
 
     if mode != "online":
-        return _start(mode, kwargs, settings=wandb.Settings(x_save_requirements=save_requirements))
-    settings = wandb.Settings(
-        init_timeout=WANDB_INIT_TIMEOUT_S, x_save_requirements=save_requirements
-    )
+        return _start(mode, kwargs, settings=_settings(save_requirements))
+    settings = _settings(save_requirements, init_timeout=WANDB_INIT_TIMEOUT_S)
     logger, online_error = _start("online", kwargs, warn=False, settings=settings)
     if logger is not None:
         return logger, ""
     with contextlib.suppress(Exception):  # start() has finished any half-open run
         wandb.teardown(exit_code=1)
-    offline = wandb.Settings(x_save_requirements=save_requirements)
+    offline = _settings(save_requirements)
     logger, offline_error = _start("offline", kwargs, warn=False, settings=offline)
     note = f"W&B online failed ({online_error}), " + (
         f"offline too: {offline_error}"
@@ -119,6 +139,14 @@ def start_wandb_logger(
     )
     _warn(note)
     return logger, note
+
+
+def _settings(save_requirements: bool, **settings):
+    """wandb's settings of a fit's run: quiet (lit_seq prints the one line that matters: where
+    the run is), requirements captured only when asked for."""
+    import wandb
+
+    return wandb.Settings(silent=True, x_save_requirements=save_requirements, **settings)
 
 
 def _start(

@@ -183,3 +183,18 @@ def test_command_line_prints_one_line_and_exits_2(tmp_path):
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert lines == ["lit_seq.fit: error: arch='gru' is not one of ['transformer', 'rnn', 'lstm']"]
     assert "Traceback" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--model.optimizer=sgd"], r"^optimizer='sgd' is not one of \['adam', 'adamw'\]$"),
+        (["--model.arch=gru"], r"^arch='gru' is not one of \['transformer', 'rnn', 'lstm'\]$"),
+        (["--checkpoint_every=0"], r"^checkpoint_every must be an integer >= 1, got 0$"),
+        (["--wandb_config=[1, 2]"], r"wandb_config"),
+    ],
+)
+def test_choices_and_the_new_options_are_checked_by_the_parser(args, expected, tmp_path):
+    with pytest.raises(BadInput, match=expected):
+        build_cli(["--config", SIGNAL, *args, f"--run_dir={tmp_path / 'run'}"])
+    assert not (tmp_path / "run").exists()

@@ -81,3 +81,32 @@ def test_train_loss_and_lr_are_written_every_log_every_n_steps(tmp_path):
         rows = [r for r in csv.DictReader(f) if r["train/loss"]]
     assert [int(r["step"]) for r in rows] == [4, 9, 14, 19]  # every 5th step, as Lightning writes
     assert all(float(r["lr"]) > 0 for r in rows)
+
+
+class WatchingBar(ThrottledRichProgressBar):
+    """Keeps what the training bar shows after every update: description, count, total."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.shown: list[tuple[str, float, float]] = []
+        self.metrics: list[dict] = []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+        task = self.progress.tasks[self.train_progress_bar_id]
+        self.shown.append((task.description, task.completed, task.total))
+
+    def get_metrics(self, trainer, pl_module) -> dict:
+        metrics = super().get_metrics(trainer, pl_module)
+        self.metrics.append(metrics)
+        return metrics
+
+
+@pytest.mark.integration
+def test_the_bar_counts_the_optimizer_steps_of_the_run_and_shows_no_version(tmp_path):
+    bar = WatchingBar(updates_per_second=1e6)  # every step
+    _fit_with_bar(tmp_path, bar, steps=150)  # 63 batches an epoch: more than two epochs
+    assert {description for description, _, _ in bar.shown} == {"step"}
+    assert [completed for _, completed, _ in bar.shown] == list(range(1, 151))
+    assert {total for _, _, total in bar.shown} == {150}  # never an epoch's batches, never -2
+    assert bar.metrics and not any("v_num" in m for m in bar.metrics)

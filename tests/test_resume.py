@@ -498,3 +498,25 @@ def test_a_moved_run_folder_resumes_with_its_best_checkpoint_and_one_last(tmp_pa
         Path(record.best_checkpoint).parent.resolve() == (tmp_path / "b" / "checkpoints").resolve()
     )
     assert Path(record.best_checkpoint).is_file()
+
+
+@pytest.mark.integration
+def test_a_fit_killed_between_validations_resumes_from_its_early_checkpoint(straight, tmp_path):
+    run_dir = tmp_path / "run"
+    # validation every 10 steps, checkpoints every 7: the first last.ckpt is at step 7
+    process = subprocess.Popen(
+        fit_command(run_dir, "--checkpoint_every=7"),
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    wait_for_checkpoint(process, run_dir)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    saved = step_of(run_dir / "checkpoints" / "last.ckpt")
+    assert saved % 7 == 0 or saved % 10 == 0
+    resumed = fit(run_dir, "--ckpt_path=last", "--checkpoint_every=7")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert metrics(run_dir)["metrics"] == metrics(straight)["metrics"]
+    assert (run_dir / "metrics.csv").read_text() == (straight / "metrics.csv").read_text()

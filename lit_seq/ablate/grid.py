@@ -21,9 +21,9 @@ SEED_ARGS = ("--seed_everything=", "--data.init_args.seed=")  # what differs bet
 # not what a run computes: where it writes, how it is logged, and what the machine decides
 # (precision and device follow the hardware), so a grid can resume on another machine
 NOT_COMPUTED = ("config", "run_dir", "ckpt_path", "wandb", "wandb_project", "wandb_group")
-NOT_COMPUTED += ("wandb_save_requirements",)
+NOT_COMPUTED += ("wandb_save_requirements", "wandb_config", "wandb_log_model", "checkpoint_every")
 NOT_COMPUTED += ("seed_everything",)  # a run's seed enters its digest on its own
-NOT_COMPUTED_TRAINER = ("accelerator", "devices", "precision")
+NOT_COMPUTED_TRAINER = ("accelerator", "devices", "precision", "enable_model_summary")
 
 
 def config_digest(config) -> str:
@@ -63,7 +63,8 @@ def check_cells(runs: list[Run], where: str) -> list[Run]:
                 raise BadGrid(f"{where}: block {run.block!r}: cell {run.cell}: {err}") from None
             hp, steps = cli.model.hparams, cli.config.trainer.max_steps
             cost = max(1, steps or 1) * max(1, hp.get("n_layers", 1))
-            built[key] = {"task": cli.datamodule.name, "arch": hp.arch, "cost": float(cost)}
+            arch = cli.model.arch_name  # a plug-in backbone's own name
+            built[key] = {"task": cli.datamodule.name, "arch": arch, "cost": float(cost)}
             built[key]["digest"] = config_digest(cli.config)
             built[key]["val_metrics"] = [f"val/{m}" for m in cli.model.build_metrics()]
             built[key]["main"] = f"val/{cli.model.main_metric}"

@@ -11,7 +11,7 @@ disk before anyone is told about it.
 
 import contextlib
 import dataclasses
-import math
+import json
 import os
 import shutil
 import sys
@@ -25,12 +25,19 @@ from lit_seq.ablate.folder import run_dir
 from lit_seq.ablate.jobs import GridJob
 from lit_seq.ablate.spec import Run, config_file
 from lit_seq.errors import error_line
-from lit_seq.record import RunRecord, format_value, write_record
+from lit_seq.record import RunRecord, diverged_loss, format_value, write_record
 from lit_seq.tracking import WANDB_TAG_LIMIT
 
 LOGS = "logs"
 # the driver owns the console; each run's own output goes to logs/<run_id>.log
 GRID_FLAGS = ("--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false")
+
+
+def wandb_config(run: Run, job: GridJob) -> dict:
+    """The flat keys a grid run adds to its W&B config: where it sits in the grid and one key
+    per axis, so that W&B groups seeds by ``cell`` and draws the axes as columns."""
+    place = {"grid": job.grid_name, "block": run.block, "cell": run.cell}
+    return {**run.axes, **place, "seed": run.seed, "run_id": run.run_id}
 
 
 def run_args(run: Run, job: GridJob) -> list[str]:
@@ -44,6 +51,7 @@ def run_args(run: Run, job: GridJob) -> list[str]:
         f"--wandb={job.wandb_mode}",
         f"--wandb_group={job.grid_name}",
         f"--wandb_tags={format_value(tags)}",
+        f"--wandb_config={json.dumps(wandb_config(run, job), default=str)}",
         *GRID_FLAGS,
         *run.overrides,
     ]
@@ -85,8 +93,8 @@ def failed_record(run: Run, job: GridJob, error: str, worker: str = "") -> RunRe
 
 def _diverged(metrics: dict[str, float]) -> str:
     """The error of a run whose test loss is not finite, else ""."""
-    bad = [k for k, v in metrics.items() if k.endswith("/loss") and not math.isfinite(v)]
-    return f"{bad[0]} is {metrics[bad[0]]}: diverged" if bad else ""
+    bad = diverged_loss(metrics)
+    return f"{bad} is {metrics[bad]}: diverged" if bad else ""
 
 
 def execute_run(run: Run, job: GridJob, worker: str = "") -> RunRecord:

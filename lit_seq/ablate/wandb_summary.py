@@ -1,14 +1,52 @@
 """The grid's summary run in Weights & Biases: the aggregate table and the plots.
 
 One run named ``<grid>-summary`` in the grid's group (``job_type="summary"``), next to the
-per-run runs that the workers logged. W&B is a view: any failure here is a warning, since
-the records and tables on disk are the results.
+per-run runs that the workers logged (``job_type="train"``). A re-run of a grid that trained
+nothing logs no second summary run: the records it summarised are kept in
+``wandb_summary.json``, and an unchanged set is said in one line instead. After it, the one
+command that uploads every offline run of the grid is printed. W&B is a view: any failure
+here is a warning, since the records and tables on disk are the results.
 """
 
+import glob
+import hashlib
+import json
 from pathlib import Path
 
 import pandas as pd
 from rich.console import Console
+
+from lit_seq.io import atomic_write_json, read_json
+from lit_seq.record import read_records
+
+SUMMARY_MARKER = "wandb_summary.json"  # in the grid folder: what the last summary run showed
+
+
+def records_digest(out_dir: Path) -> str:
+    """A hash of the grid's records (ids, statuses, finish times): what a summary shows."""
+    state = sorted(
+        (run_id, record.status, record.finished_at)
+        for run_id, record in read_records(out_dir).items()
+    )
+    return hashlib.sha256(json.dumps(state).encode()).hexdigest()[:16]
+
+
+def sync_command(out_dir: Path) -> str:
+    """The command that uploads every offline W&B run of the grid (runs, resumes and the
+    summary), or "" when there is none."""
+    out = Path(out_dir)
+    patterns = [f"{out}/runs/*/wandb/offline-run-*", f"{out}/wandb/offline-run-*"]
+    found = [p for p in patterns if glob.glob(p)]
+    return f"wandb sync {' '.join(found)}" if found else ""
+
+
+def _already_logged(out_dir: Path, digest: str) -> str:
+    """The summary run already logged for records of ``digest``, else ""."""
+    try:
+        marker = read_json(Path(out_dir) / SUMMARY_MARKER)
+    except (OSError, ValueError):
+        return ""
+    return marker.get("run", "") if marker.get("records") == digest else ""
 
 
 def log_summary(
@@ -21,10 +59,43 @@ def log_summary(
     project: str = "lit_seq",
     console: Console | None = None,
 ) -> str:
-    """Log the summary run (``mode`` online/offline; ``off`` does nothing); its path or ""."""
+    """Log the summary run (``mode`` online/offline; ``off`` does nothing); its path or "".
+
+    Nothing new is logged when the records are those of the last summary run (its path is
+    returned). Prints the command that uploads every offline run of the grid.
+    """
     if mode == "off":
         return ""
     console = console or Console()
+    digest = records_digest(out_dir)
+    path = _already_logged(out_dir, digest)
+    if path:
+        console.print(
+            f"W&B summary run unchanged (nothing new trained): {path}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        path = _log_run(out_dir, grid_name, mode, aggregate, plots, config, project, console)
+        if path:
+            atomic_write_json(Path(out_dir) / SUMMARY_MARKER, {"records": digest, "run": path})
+    if command := sync_command(out_dir):
+        console.print(
+            f"upload every W&B run of this grid: {command}", highlight=False, soft_wrap=True
+        )
+    return path
+
+
+def _log_run(
+    out_dir: Path,
+    grid_name: str,
+    mode: str,
+    aggregate: pd.DataFrame,
+    plots: list[Path],
+    config: dict,
+    project: str,
+    console: Console,
+) -> str:
     try:
         import wandb
 
@@ -39,7 +110,7 @@ def log_summary(
             dir=str(out_dir),
             config=config,
             # without a reachable server wandb.init would wait its default 90 s
-            settings=wandb.Settings(init_timeout=WANDB_INIT_TIMEOUT_S),
+            settings=wandb.Settings(init_timeout=WANDB_INIT_TIMEOUT_S, silent=True),
         )
         try:
             # W&B tables want plain values: NaN -> None, everything else as is

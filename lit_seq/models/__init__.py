@@ -8,6 +8,8 @@ builds any architecture.
 from __future__ import annotations
 
 import functools
+import importlib
+import inspect
 from collections.abc import Callable
 
 from torch import nn
@@ -74,6 +76,29 @@ def build_backbone(
     return BACKBONES[arch](**kwargs)
 
 
+def build_plugin_backbone(path: str, **options) -> nn.Module:
+    """A user's own backbone, the ``nn.Module`` class at import path ``path``
+    (``package.module.Class``), built with those of ``options`` its ``__init__`` takes.
+
+    The plug-in hook that needs no edit here: the class maps (B, T, d) -> (B, T, d), takes
+    ``causal`` (and any of d_model, n_layers, n_heads, d_ff, dropout, max_len, bidirectional)
+    and its ``forward`` an optional (B, T) padding mask (True at padding).
+    """
+    module_name, _, class_name = path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError, ValueError) as err:
+        raise ValueError(f"backbone={path!r} cannot be imported: {err}") from None
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        raise ValueError(f"backbone={path!r} is not an nn.Module class")
+    takes = inspect.signature(cls).parameters
+    if "causal" not in takes:
+        raise ValueError(f"backbone={path!r} must take a causal argument (True: no peeking)")
+    if any(p.kind is p.VAR_KEYWORD for p in takes.values()):
+        return cls(**options)
+    return cls(**{k: v for k, v in options.items() if k in takes})
+
+
 def build_seq2seq(
     arch: str,
     *,
@@ -135,6 +160,7 @@ __all__ = [
     "TransformerSeq2Seq",
     "alibi_slopes",
     "build_backbone",
+    "build_plugin_backbone",
     "build_positional",
     "build_seq2seq",
     "causal_mask",

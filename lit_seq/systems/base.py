@@ -8,7 +8,7 @@ base class owns the backbone options, the optimizer and schedule, and the loggin
 """
 
 import math
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import lightning as L
 import torch
@@ -16,11 +16,24 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
 from lit_seq.checks import check_choice, check_float, check_int
-from lit_seq.models import BACKBONES, build_backbone, count_parameters
+from lit_seq.models import (
+    BACKBONES,
+    POS_MODES,
+    build_backbone,
+    build_plugin_backbone,
+    count_parameters,
+)
 from lit_seq.systems.metrics import StepAccuracy
 from lit_seq.systems.schedules import SCHEDULES, schedule_factor
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
+
+# The choice fields, typed by the registries: --help lists the values, and the parser (and
+# --print_config) refuses any other one before anything is built.
+Arch = Literal[tuple(BACKBONES)]
+PosMode = Literal[POS_MODES]
+Optimizer = Literal[tuple(OPTIMIZERS)]
+Schedule = Literal[SCHEDULES]
 
 
 class SequenceSystem(L.LightningModule):
@@ -41,20 +54,21 @@ class SequenceSystem(L.LightningModule):
         in_features: int = 1,
         out_features: int = 1,
         max_len: int = 512,
-        arch: str = "transformer",
+        arch: Arch = "transformer",
         d_model: int = 64,
         n_layers: int = 2,
         n_heads: int = 4,
         d_ff: int | None = None,
         dropout: float = 0.1,
-        pos_mode: str = "sinusoidal",
+        pos_mode: PosMode = "sinusoidal",
         residual: bool = True,
         bidirectional: bool = False,
-        optimizer: str = "adamw",
+        optimizer: Optimizer = "adamw",
         lr: float = 1e-3,
         weight_decay: float = 0.0,
-        schedule: str = "noam",
+        schedule: Schedule = "noam",
         warmup_steps: int = 100,
+        backbone: str | None = None,
     ) -> None:
         """
         Args:
@@ -79,6 +93,9 @@ class SequenceSystem(L.LightningModule):
             schedule: ``noam`` (warm-up, then 1/sqrt(step)), ``cosine`` (warm-up, then
                 cosine to zero) or ``constant``.
             warmup_steps: Warm-up length of the ``noam`` and ``cosine`` schedules.
+            backbone: Your own backbone instead of ``arch``: the import path of an
+                ``nn.Module`` class mapping (B, T, d) -> (B, T, d) that takes ``causal``
+                (see docs/plugins.md). It is given the options above that it takes.
         """
         super().__init__()
         check_choice("arch", arch, BACKBONES)
@@ -98,6 +115,8 @@ class SequenceSystem(L.LightningModule):
                 ("pos_mode", pos_mode) if pos_mode != "sinusoidal" else ("residual", False)
             )
             raise ValueError(f"{field}={value!r} only applies to arch='transformer', not {arch!r}")
+        if backbone is not None and self.task_kind == "seq2seq":  # it builds no backbone
+            raise ValueError(f"backbone={backbone!r}: seq2seq takes an encoder-decoder arch only")
         # collects the subclass's arguments too: it walks up the chain of __init__ frames
         self.save_hyperparameters()
         self.val_metrics = self.build_metrics().clone(prefix="val/")
@@ -128,13 +147,24 @@ class SequenceSystem(L.LightningModule):
     def make_backbone(self, causal: bool, extra_positions: int = 0) -> nn.Module:
         """The configured backbone; ``extra_positions`` are tokens the network prepends."""
         hp = self.hparams
-        return build_backbone(
-            hp.arch,
+        build = build_backbone if not hp.get("backbone") else build_plugin_backbone
+        return build(
+            hp.get("backbone") or hp.arch,
             **self.backbone_options(),
             causal=causal,
             max_len=hp.max_len + extra_positions,
             bidirectional=hp.bidirectional,
         )
+
+    @property
+    def arch_name(self) -> str:
+        """What records call the backbone: ``arch``, or a plug-in backbone's ``arch``
+        attribute (else its class name)."""
+        backbone = self.hparams.get("backbone")
+        if not backbone:
+            return self.hparams.arch
+        built = getattr(getattr(self, "net", None), "backbone", None)
+        return str(getattr(built, "arch", None) or backbone.rpartition(".")[2])
 
     @property
     def chance_level(self) -> float | None:

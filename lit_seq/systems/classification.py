@@ -1,7 +1,9 @@
 """Sequence classification: one label per sequence (the ``signal`` task)."""
 
+from typing import Literal
+
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 from torchmetrics import MetricCollection
 from torchmetrics.classification import (
     MulticlassAccuracy,
@@ -9,21 +11,24 @@ from torchmetrics.classification import (
     MulticlassF1Score,
 )
 
-from lit_seq.models import SequenceClassifier
+from lit_seq.models import READOUTS, SequenceClassifier
 from lit_seq.systems.base import SequenceSystem
 
 
 class SequenceClassification(SequenceSystem):
     """Encoder + readout + linear head, trained with label-smoothed cross-entropy.
 
-    Logs ``acc`` and macro ``f1``; the confusion matrix of the training-length test set
-    is kept in ``self.confusion`` for the plotting callback.
+    Logs ``acc`` and macro ``f1``; the confusion matrix of every test set (the errors that
+    matter are often at 2x and 4x the training length) is kept in ``self.confusion``, keyed
+    by the test set's metric prefix (``test``, ``test_len128``), for the plotting callback.
     """
 
     task_kind = "classification"
     main_metric = "acc"
 
-    def __init__(self, readout: str = "mean", label_smoothing: float = 0.1, **kwargs) -> None:
+    def __init__(
+        self, readout: Literal[READOUTS] = "mean", label_smoothing: float = 0.1, **kwargs
+    ) -> None:
         """
         Args:
             readout: How the sequence becomes one vector: ``mean`` (average over real
@@ -42,7 +47,14 @@ class SequenceClassification(SequenceSystem):
             d_model=hp.d_model,
             readout=readout,
         )
-        self.confusion = MulticlassConfusionMatrix(num_classes=hp.out_features)
+        self.confusion = nn.ModuleDict()  # test prefix -> its confusion matrix, in setup()
+
+    def setup(self, stage: str) -> None:
+        super().setup(stage)
+        for prefix in self.test_metrics:
+            if prefix not in self.confusion:
+                n = self.hparams.out_features
+                self.confusion[prefix] = MulticlassConfusionMatrix(num_classes=n)
 
     @property
     def chance_level(self) -> float:
@@ -67,6 +79,7 @@ class SequenceClassification(SequenceSystem):
     def evaluate(self, batch: dict[str, Tensor], metrics: MetricCollection) -> Tensor:
         logits = self(batch["x"])
         metrics.update(logits, batch["y"])
-        if metrics.prefix == "test/":  # the training-length test set
-            self.confusion.update(logits, batch["y"])
+        prefix = (metrics.prefix or "").rstrip("/")
+        if prefix in self.confusion:  # a test set (not validation, not a range evaluation)
+            self.confusion[prefix].update(logits, batch["y"])
         return F.cross_entropy(logits, batch["y"], label_smoothing=self.hparams.label_smoothing)

@@ -1,0 +1,84 @@
+"""``python -m lit_seq.fit --help`` shows lit_seq's own options, with their allowed values."""
+
+import subprocess
+import sys
+import typing
+
+import pytest
+
+from lit_seq.fit import BadInput, build_cli
+from lit_seq.models import BACKBONES, POS_MODES, READOUTS
+from lit_seq.summary import options_help
+from lit_seq.systems import SequenceClassification, SequenceSystem
+from lit_seq.systems.base import OPTIMIZERS
+from lit_seq.systems.schedules import SCHEDULES
+from tests.helpers import REPO
+
+SIGNAL = str(REPO / "configs" / "signal" / "transformer.yaml")
+
+
+def _choices(values) -> str:
+    return "{" + ",".join(values) + "}"
+
+
+def test_help_lists_the_model_and_task_options_with_their_allowed_values():
+    text = options_help()
+    for name, values in (
+        ("arch", BACKBONES),
+        ("pos_mode", POS_MODES),
+        ("optimizer", OPTIMIZERS),
+        ("schedule", SCHEDULES),
+        ("readout", READOUTS),
+    ):
+        [line] = [line for line in text.splitlines() if line.split()[:1] == [name]]
+        assert _choices(values) in line, line
+    assert "--model.help CLASS" in text and "--data.help CLASS" in text
+    assert "signal (lit_seq.data.SignalData): length, freqs, noise" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_the_choice_fields_are_typed_by_the_registries():
+    hints = typing.get_type_hints(SequenceSystem.__init__)
+    assert typing.get_args(hints["arch"]) == tuple(BACKBONES)
+    assert typing.get_args(hints["pos_mode"]) == POS_MODES
+    readout = typing.get_type_hints(SequenceClassification.__init__)["readout"]
+    assert typing.get_args(readout) == READOUTS
+
+
+@pytest.mark.integration
+def test_the_command_line_help_opens_with_them():
+    result = subprocess.run(
+        [sys.executable, "-m", "lit_seq.fit", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    head = result.stdout.splitlines()[:12]
+    assert head[0] == "usage: python -m lit_seq.fit [--config FILE ...] [--SECTION.KEY VALUE ...]"
+    assert any(line.split()[:1] == ["arch"] for line in head)
+    assert "--optimizer" not in result.stdout  # the systems configure their own
+
+
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [
+        ("--model.readout=clss", "readout='clss' is not one of ['mean', 'cls', 'last']"),
+        ("--model.optimizer=sgd", "optimizer='sgd' is not one of ['adam', 'adamw']"),
+    ],
+)
+def test_print_config_refuses_a_bad_choice_in_one_line(option, expected, capsys):
+    with pytest.raises(BadInput) as error:
+        build_cli(["--config", SIGNAL, option, "--print_config"])
+    assert str(error.value) == expected
+    assert "readout: clss" not in capsys.readouterr().out
+
+
+def test_a_bad_choice_leaves_no_run_folder_behind(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where the default runs/<task>-<arch>-<time> would go
+    with pytest.raises(BadInput, match="readout='clss'"):
+        build_cli(["--config", SIGNAL, "--model.readout=clss"])
+    with pytest.raises(BadInput, match="readout='clss'"):
+        build_cli(["--config", SIGNAL, "--model.readout=clss", f"--run_dir={tmp_path / 'r'}"])
+    assert list(tmp_path.iterdir()) == []

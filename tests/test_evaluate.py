@@ -1,0 +1,82 @@
+"""``python -m lit_seq.evaluate``: a checkpoint scored on new lengths and seeds, beside its run."""
+
+import json
+
+import pytest
+
+from lit_seq.evaluate import evaluate, main
+from lit_seq.evaluation import RangeEval
+from lit_seq.fit import BadInput
+from lit_seq.record import METRICS_FILE
+from tests.helpers import REPO, tiny_fit
+
+SIGNAL = REPO / "configs" / "signal" / "transformer.yaml"  # sinusoidal table: sized by max_len
+ECHO_RNN = REPO / "configs" / "echo" / "rnn.yaml"  # no positional table
+
+
+@pytest.fixture(scope="module")
+def signal_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("signal") / "run"
+    tiny_fit(SIGNAL, run_dir, "--data.init_args.n_eval_per_class=20")
+    return run_dir
+
+
+@pytest.mark.integration
+def test_a_run_folder_scores_as_its_own_test_did_and_its_record_is_untouched(signal_run):
+    record = (signal_run / METRICS_FILE).read_bytes()
+    path, result = evaluate(signal_run)
+    assert path.parent == signal_run and path.name.startswith("eval-best-step=")
+    assert path.name.endswith("-seed0-x2-4.json")
+    assert json.loads(path.read_text()) == result
+    tested = json.loads(record)["metrics"]
+    for key, value in result["metrics"].items():  # the same metric of the same weights
+        assert value == pytest.approx(tested[key], abs=1e-6), key
+    assert set(result["metrics"]) == {k for k in tested if not k.endswith("/loss")}
+    assert (signal_run / METRICS_FILE).read_bytes() == record
+
+
+@pytest.mark.integration
+def test_other_lengths_and_a_data_seed(signal_run):
+    checkpoint = signal_run / "checkpoints" / "last.ckpt"
+    _, result = evaluate(checkpoint, gen_factors=[3], data_seed=5, tag="seed5")
+    assert (signal_run / "eval-seed5.json").is_file()
+    assert result["test_lengths"] == [64, 192] and result["data_seed"] == 5
+    assert set(result["metrics"]) == {"test/acc", "test/f1", "test_len192/acc", "test_len192/f1"}
+    _, curve = evaluate(signal_run, gen_factors=[], range_eval=RangeEval(2, step=32, n=20))
+    # up to 2x the training length: the model's table (256) is the cap, not today's test sets
+    assert set(curve["curve"]["acc"]) == {"32", "64", "96", "128"}
+
+
+@pytest.mark.integration
+def test_lengths_past_the_positional_table_are_refused_in_one_line(signal_run, capsys):
+    with pytest.raises(BadInput) as error:
+        evaluate(signal_run, gen_factors=[2, 8])
+    assert str(error.value) == (
+        "gen_factors=[2, 8]: length 512 is longer than this model's max_len=256 (its "
+        "positional table, sized by its longest training-time test set); at most factor 4 "
+        "for this checkpoint"
+    )
+    assert main([str(signal_run), "--gen_factors", "8"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not list(signal_run.glob("eval-*x8.json"))
+
+
+@pytest.mark.integration
+def test_a_model_without_a_table_reads_any_length(tmp_path):
+    run_dir = tmp_path / "run"
+    tiny_fit(ECHO_RNN, run_dir)  # max_len 40
+    assert main([str(run_dir), "--gen_factors", "8", "--data_seed", "3"]) == 0
+    [path] = run_dir.glob("eval-*-seed3-x8.json")
+    metrics = json.loads(path.read_text())["metrics"]
+    assert {"test/acc", "test_len80/acc", "test_len80/acc_ood"} <= set(metrics)
+
+
+def test_what_is_no_run_is_one_line(tmp_path, capsys):
+    assert main([str(tmp_path / "nope")]) == 2
+    assert main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"lit_seq.evaluate: error: run={str(tmp_path / 'nope')!r} is neither a run folder nor "
+        "a checkpoint file",
+        f"lit_seq.evaluate: error: run={str(tmp_path)!r} holds no checkpoint in checkpoints/",
+    ]
