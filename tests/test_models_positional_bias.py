@@ -2,8 +2,9 @@
 
 Property tests (relative scores, shift invariance, the papers' worked numbers), the
 SDPA fast path against the explicit-softmax path for every mode under padding and causal
-masks, initial weights that do not depend on ``max_len``, and (integration) a tiny fit of
-every mode on every shipped transformer config.
+masks, initial weights that do not depend on ``max_len``, and (integration) two training
+steps of every mode on every shipped transformer config, and a tiny fit of every mode
+through the command line on echo and seq2seq.
 """
 
 import math
