@@ -27,7 +27,7 @@ from rich.table import Table
 
 from lit_seq.checkpoints import CHECKPOINTS, LAST, CheckpointError, check_fits, read_checkpoint
 from lit_seq.checks import BadInput
-from lit_seq.evaluation import RangeEval, length_curve, score
+from lit_seq.evaluation import RangeEval, length_curve, past_training_means, score
 from lit_seq.fit import check_config
 from lit_seq.io import atomic_write_json
 
@@ -123,6 +123,8 @@ def evaluate(
         metrics.update({f"{prefix}/{name}": round(v, 6) for name, v in values.items()})
     range_eval = range_eval or RangeEval()
     range_eval.check()
+    curve = length_curve(system, datamodule, range_eval)
+    metrics.update(past_training_means(curve, train_length))
     tag = tag or f"{checkpoint.stem}-seed{datamodule.seed}-x{'-'.join(map(str, factors)) or '1'}"
     result = {
         "checkpoint": str(checkpoint),
@@ -135,7 +137,7 @@ def evaluate(
         "main_metric": system.main_metric,
         "chance": system.chance_level,
         "metrics": metrics,
-        "curve": length_curve(system, datamodule, range_eval),
+        "curve": curve,
     }
     path = run_dir / f"eval-{tag}.json"
     atomic_write_json(path, result)

@@ -9,6 +9,8 @@ the training length on fresh sequences of exactly that length (for seq2seq, a sp
 longest length L, as its test sets are), drawn from a generator of their own: the curve
 of accuracy against length that length-generalisation papers draw. Lengths past the
 model's ``max_len`` (the longest test set, which sizes positional tables) are left out.
+:func:`past_training_means` condenses a curve into Delétang et al. 2023's score: the mean
+of each metric over the evaluated lengths longer than the training length (``range_ood/``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from torch import Tensor
 from torchmetrics import MetricCollection
 
 from lit_seq.checks import BadInput, check_float, check_int
+from lit_seq.record import RANGE_OOD
 
 
 @dataclass
@@ -116,3 +119,20 @@ def length_curve(system, datamodule, config: RangeEval) -> dict[str, dict[str, f
         for name, value in (values or {}).items():
             curve.setdefault(name, {})[str(length)] = round(value, 6)
     return curve
+
+
+def past_training_means(curve: dict[str, dict[str, float]], train_length: int) -> dict:
+    """``range_ood/<metric>``: the mean of each curve over its lengths > ``train_length``.
+
+    Delétang et al. 2023's score (accuracy averaged over the test lengths N+1..L_max),
+    restricted to the lengths the range evaluation scored. Every length weighs the same,
+    however many positions it has. Worked example: acc {"20": 1.0, "40": 0.6, "60": 0.5}
+    with training length 20 -> range_ood/acc 0.55. Metrics with no length past training
+    are left out; the loss too (a mean of losses over lengths is no score anyone reports).
+    """
+    means = {}
+    for name, values in curve.items():
+        past = [v for length, v in values.items() if int(length) > train_length]
+        if past and not name.endswith("loss"):
+            means[f"{RANGE_OOD}/{name}"] = round(sum(past) / len(past), 6)
+    return means

@@ -40,7 +40,7 @@ from lit_seq.checks import BadInput, check_int
 from lit_seq.cli_errors import one_line
 from lit_seq.csv_log import RunCSVLogger
 from lit_seq.data import SyntheticDataModule
-from lit_seq.evaluation import RangeEval, length_curve, validation_scores
+from lit_seq.evaluation import RangeEval, length_curve, past_training_means, validation_scores
 from lit_seq.progress_bar import ThrottledRichProgressBar
 from lit_seq.record import FitResult, diverged_loss
 from lit_seq.run_folder import (
@@ -477,7 +477,8 @@ def _fit_and_test(cli: LitSeqCLI) -> FitResult:
         run_dir=str(cli.run_dir),
         wandb_run=wandb[0].run_path() if wandb else "",
         wandb_error=cli.wandb_error or (wandb[0].error if wandb else ""),
-        metrics={k: float(v) for result in tested for k, v in result.items()},
+        metrics={k: float(v) for result in tested for k, v in result.items()}
+        | past_training_means(curve, datamodule.train_length),
         val_metrics={k: round(v, 6) for k, v in val_metrics.items()},
         target=cli.target.describe(),
         target_reached=None if stopper is None else reached is not None,

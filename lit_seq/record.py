@@ -19,6 +19,7 @@ from lit_seq.io import atomic_write_json, read_json
 
 METRICS_FILE = "metrics.json"  # in a run folder
 RECORDS = "records"  # in a grid's output folder
+RANGE_OOD = "range_ood"  # metrics prefix: a length curve's means past the training length
 
 
 def format_value(value: object) -> str:

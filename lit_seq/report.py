@@ -3,7 +3,7 @@
     python -m lit_seq.report results/smoke
 
 Reads ``DIR/records/*.json`` and (re)writes ``runs.{csv,parquet,md}``,
-``aggregate.{csv,parquet,md}``, ``summary.md`` and ``plots/*.png`` in ``DIR``, then prints
+``aggregate.{csv,parquet,md}``, ``summary.md``, ``best.{csv,md}`` and ``plots/*.png`` in ``DIR``, then prints
 the summary (the main metric per task and cell).
 The grid driver calls the same code when a grid ends, so both give identical tables.
 """

@@ -49,6 +49,9 @@ def test_scores_equal_the_test_loop_and_the_curve_is_recorded(tmp_path):
     assert set(result.val_metrics) == {"val/acc", "val/exact"}
     assert sorted(result.curve["acc"], key=int) == ["10", "20", "30", "40"]
     assert sorted(result.curve["acc_ood"], key=int) == ["20", "30", "40"]  # past training only
+    # Delétang's score: the curve's mean over the lengths past training, in the metrics
+    past = [result.curve["acc"][k] for k in ("20", "30", "40")]
+    assert result.metrics["range_ood/acc"] == pytest.approx(sum(past) / 3, abs=1e-6)
     assert result.train_length == 10 and result.chance == 0.5
 
 

@@ -5,7 +5,9 @@ from pathlib import Path
 import pandas as pd
 from rich.console import Console
 
+from lit_seq.io import atomic_write_text
 from lit_seq.record import RECORDS, read_records
+from lit_seq.results.best import best_markdown, best_tables
 from lit_seq.results.plots import write_plots
 from lit_seq.results.tables import aggregate_table, print_aggregate, runs_table, write_tables
 
@@ -35,6 +37,9 @@ def build_report(
     runs = runs_table(records)
     aggregate = aggregate_table(runs)
     write_tables(out_dir, runs, aggregate)
+    best = best_tables(runs, aggregate)
+    atomic_write_text(Path(out_dir) / "best.csv", best.to_csv(index=False))
+    atomic_write_text(Path(out_dir) / "best.md", best_markdown(best))
     plots = write_plots(out_dir, runs, by_id)
     print_aggregate(aggregate, console)
     return runs, aggregate, plots
