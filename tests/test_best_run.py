@@ -96,3 +96,24 @@ def test_per_task_and_arch_the_best_encoding_is_the_best_run_on_validation():
     text = best_markdown(best_tables(runs, aggregate))
     assert "### Best run per task and arch" in text and "### Best run per cell" in text
     assert "0.700 (pos_mode=none lr=0.001 seed=0)" in text
+
+
+def test_a_run_is_named_by_what_sets_it_apart_and_an_unset_axis_is_left_out():
+    spec7 = RunRecord(
+        run_id="spec__task=echo__seed=0",
+        block="spec",
+        cell="spec__task=echo",
+        task="echo",
+        arch="transformer",
+        seed=0,
+        main_metric="acc",
+        status="ok",
+        metrics={"test/acc": 1.0, "range_ood/acc": 0.9},
+        val_metrics={"val/acc": 1.0},
+        index=8,
+    )
+    runs = runs_table([*_grid(), spec7])
+    row = best_table(runs, aggregate_table(runs), ["task", "arch"]).iloc[0]
+    assert row["best_by_val"] == "block=t pos_mode=rotary lr=0.01 seed=0"  # first of the ties
+    assert row["max_run"] == "block=spec seed=0"  # no pos_mode=nan, lr=nan
+    assert row["max"] == 0.9

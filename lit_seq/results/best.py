@@ -49,8 +49,9 @@ def _group_of(runs: pd.DataFrame) -> pd.Series:
 
 
 def _describe(run: pd.Series, varying: list[str]) -> str:
-    """``pos_mode=rotary lr=0.001 seed=0``: what sets ``run`` apart in its group."""
-    parts = [f"{axis}={run[axis]}" for axis in varying if axis != "seed"]
+    """``pos_mode=rotary lr=0.001 seed=0``: what sets ``run`` apart in its group (an axis
+    its block does not set is left out; ``block`` leads where the group spans blocks)."""
+    parts = [f"{axis}={run[axis]}" for axis in varying if axis != "seed" and not pd.isna(run[axis])]
     return " ".join([*parts, f"seed={run['seed']}"])
 
 
@@ -61,7 +62,7 @@ def best_row(rows: pd.DataFrame, aggregate: pd.DataFrame) -> dict:
     val = f"val/{main}"
     ok = rows[rows["status"] == "ok"]
     axes = [c for c in rows.columns if c not in NOT_AXES and "/" not in c and c != "group"]
-    varying = [a for a in axes if rows[a].nunique(dropna=False) > 1]
+    varying = [a for a in ["block", *axes] if rows[a].nunique(dropna=False) > 1]
     row = {
         "task": rows["task"].iloc[0],
         "arch": rows["arch"].iloc[0],
@@ -130,6 +131,10 @@ def _interval(row: pd.Series) -> str:
     return f"{text}; n={int(row['cell_n'])}; {row['cell_values']}"
 
 
+def _score(value) -> str:
+    return "" if pd.isna(value) else f"{value:.3f}"
+
+
 def _run_text(run, value, label: str = "") -> str:
     """``0.700 (pos_mode=none lr=0.001 seed=0)``, or ``val 0.9`` first; blank when none."""
     if not isinstance(run, str):
@@ -149,7 +154,7 @@ def best_markdown(table: pd.DataFrame) -> str:
         for _, row in rows.iterrows():
             cells = [row["task"], row["arch"], *([row["group"]] if level == "cell" else [])]
             cells += [row["score"], _run_text(row["best_by_val"], row["val"], "val ")]
-            cells += [row["best_by_val_score"], _run_text(row["max_run"], row["max"])]
+            cells += [_score(row["best_by_val_score"]), _run_text(row["max_run"], row["max"])]
             failed = f" ({row['failed']} failed)" if row["failed"] else ""
             cells += [_interval(row), f"{row['runs']}{failed}"]
             body.append(cells)
