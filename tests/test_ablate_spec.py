@@ -111,6 +111,22 @@ def test_shipped_grid_sizes(shipped):
     # 32 transformer ablation cells: 3 learning rates on seed 0 + 4 seeds at the chosen one;
     # 17 other cells x 5 seeds
     assert sizes["matrix"] == 32 * (3 + 4) + 17 * 5
+    # 12 transformer cells (2 tasks x 6 encodings) and 2 parity_check recurrent cells: 3
+    # rates on seed 0 + 2 seeds; 2 modular recurrent cells at their shipped rate x 3 seeds
+    assert sizes["chomsky"] == 14 * (3 + 2) + 2 * 3
+    assert sizes["pe_extrapolation"] == 3 * 7 * (3 + 4)  # 3 tasks x 7 encodings
+
+
+def test_chomsky_grid_keeps_deletangs_lengths(shipped):
+    """Training lengths 1..40 by the uniform curriculum, scored up to 200 (5 x 40)."""
+    _, runs = shipped["chomsky"]
+    for run in runs:
+        config = yaml.safe_load((REPO / run.config).read_text())["data"]["init_args"]
+        assert config["curriculum"] is True, run.run_id
+        assert {"--data.init_args.length=40", "--data.init_args.gen_factors=[5]"} <= set(
+            run.overrides
+        ), run.run_id
+        assert "--range_eval.max_factor=5" in run.overrides, run.run_id
 
 
 def test_matrix_runs_every_spec_quality_config_as_shipped(shipped):
