@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import wandb
+from google.protobuf.message import DecodeError
 from wandb.proto import wandb_internal_pb2 as pb
 
 BLOCK = 32768
@@ -30,6 +31,8 @@ def records(path: Path) -> list:
             pos += BLOCK - pos % BLOCK
             continue
         _, length, kind = struct.unpack("<IHB", data[pos : pos + HEADER])
+        if pos + HEADER + length > len(data):
+            break  # wandb's service is still writing this record: the rest is not on disk
         chunk = data[pos + HEADER : pos + HEADER + length]
         pos += HEADER + length
         pending = chunk if kind in (FULL, FIRST) else pending + chunk
@@ -92,11 +95,18 @@ def read_runs(folder: Path, wait_s: float = 30.0) -> list[RunView]:
     """Every offline W&B run under ``folder`` (``<folder>/wandb/offline-run-*``), oldest first.
 
     wandb's service writes a run's exit record a moment after ``finish()`` returns (in this
-    process): wait up to ``wait_s`` for every run to have one.
+    process): wait up to ``wait_s`` for every run to have one, and read again when a file
+    was caught in the middle of a write.
     """
     deadline = time.monotonic() + wait_s
     while True:
-        runs = [read_run(run) for run in sorted(Path(folder).glob("wandb/offline-run-*"))]
+        try:
+            runs = [read_run(run) for run in sorted(Path(folder).glob("wandb/offline-run-*"))]
+        except DecodeError:  # read mid-write (seen once in CI): the service is not done yet
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+            continue
         if all(r.exit_code is not None for r in runs) or time.monotonic() > deadline:
             return runs
         time.sleep(0.1)
