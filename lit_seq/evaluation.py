@@ -89,6 +89,8 @@ def score(system, tensors: dict[str, Tensor], metrics: MetricCollection, batch_s
                 batch = {
                     k: v[start : start + batch_size].to(system.device) for k, v in tensors.items()
                 }
+                if trainer:  # what Lightning does to a batch (e.g. float64 under 64-true)
+                    batch = trainer.precision_plugin.convert_input(batch)
                 system.evaluate(batch, metrics)
         if not _scored(metrics):
             return None

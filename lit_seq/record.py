@@ -114,6 +114,7 @@ class RunRecord(FitResult):
     wall_seconds: float | None = None  # the whole run, build and test included
     finished_at: str = ""  # UTC, ISO 8601
     log: str = ""  # the run's own console output
+    pack_size: int = 1  # trained in a pack of this many runs (lit_seq.pack); 1: alone
 
     @property
     def ok(self) -> bool:

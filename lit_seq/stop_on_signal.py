@@ -14,6 +14,8 @@ import lightning as L
 from lightning.pytorch.callbacks import Checkpoint
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)  # a preempted job, Ctrl-C
+# set by fan_out_signals: the fits of a pack (one thread) whose handler is the pack's
+_fan_out: list["StopOnSignal"] | None = None
 
 
 class FitInterrupted(SystemExit):
@@ -63,6 +65,15 @@ class StopOnSignal(Checkpoint):
         if threading.current_thread() is not threading.main_thread():
             yield
             return
+        if _fan_out is not None:  # one of several fits in this thread: the pack's handler
+            self._handled = [s for s in STOP_SIGNALS if signal.getsignal(s) is _fan_out_handler]
+            _fan_out.append(self)
+            try:
+                yield
+            finally:
+                _fan_out.remove(self)
+                self._handled = []
+            return
         previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
         self._handled = [s for s, handler in previous.items() if handler is not signal.SIG_IGN]
         for signum in self._handled:
@@ -80,6 +91,11 @@ class StopOnSignal(Checkpoint):
         if not (self._training and first):
             raise FitInterrupted(signum, None, self.last_checkpoint.is_file())
 
+    def _note(self, signum: int) -> None:
+        """The pack's handler: stop at the next step boundary (or at the end of what runs)."""
+        if self.signum is None:
+            self.signum = signum
+
     def _stop(self, trainer: L.Trainer) -> None:
         """Raise FitInterrupted, first saving last.ckpt unless this step's is saved."""
         assert self.signum is not None
@@ -91,7 +107,7 @@ class StopOnSignal(Checkpoint):
         # Lightning installs its own SIGTERM handler as the fit starts; during training it
         # would stop the fit mid-validation (or leave with exit status 0): take it back
         for signum in self._handled:
-            signal.signal(signum, self._on_signal)
+            signal.signal(signum, self._on_signal if _fan_out is None else _fan_out_handler)
         self._training = True
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module, checkpoint: dict) -> None:
@@ -115,3 +131,31 @@ class StopOnSignal(Checkpoint):
         self._training = False
         if self.signum is not None:
             self._stop(trainer)
+
+
+def _fan_out_handler(signum: int, frame) -> None:
+    for stopper in list(_fan_out or ()):
+        stopper._note(signum)
+
+
+@contextlib.contextmanager
+def fan_out_signals():
+    """While the block runs, the fits started in this thread (a pack's members, each in its own
+    greenlet) share one handler: SIGTERM or SIGINT (unless ignored) stops every one of them at
+    its next step boundary with ``last.ckpt`` saved, as it stops a fit alone. Without this,
+    each member would install its own handler over the others' and only the last would stop."""
+    global _fan_out
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    handled = [s for s, handler in previous.items() if handler is not signal.SIG_IGN]
+    _fan_out = []
+    for signum in handled:
+        signal.signal(signum, _fan_out_handler)
+    try:
+        yield
+    finally:
+        _fan_out = None
+        for signum in handled:
+            signal.signal(signum, previous[signum])

@@ -45,14 +45,26 @@ class GuardedWandbLogger(WandbLogger):
         """Start the W&B run (``wandb.init``) now; False if it could not start.
 
         ``warn``: print the failure (else it is only kept in :attr:`error`)."""
-        self._started = self._guard(lambda: self.experiment, warn) is not None
+        import wandb
+
+        open_before = wandb.run  # another member's of a pack, else None
+        self._started = self._guard(self._init_run, warn) is not None
         if not self._started:  # a half-started run must not swallow the next one
             with contextlib.suppress(Exception):
-                import wandb
-
-                if wandb.run is not None:
-                    wandb.finish(exit_code=1)
+                if wandb.run is not None and wandb.run is not open_before:
+                    wandb.run.finish(exit_code=1)
         return self._started
+
+    def _init_run(self):
+        """The W&B run, started now. Lightning's ``experiment`` would reuse a run already open
+        in this process (``wandb.run``); the members of a pack each open their own."""
+        import wandb
+
+        if self._experiment is None and wandb.run is not None:
+            self._experiment = wandb.init(**self._wandb_init, reinit="create_new")
+            self._experiment.define_metric("trainer/global_step")
+            self._experiment.define_metric("*", step_metric="trainer/global_step", step_sync=True)
+        return self.experiment
 
     def update_config(self, config: dict) -> None:
         self._guard(lambda: self.experiment.config.update(config, allow_val_change=True))

@@ -37,6 +37,7 @@ LAYERS = {
     "summary": 4,
     "trainer_checks": 4,
     "wandb_logger": 4,
+    "pack": 4,
     "fit": 5,
     "ablate": 6,
     "report": 7,

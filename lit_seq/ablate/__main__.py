@@ -1,6 +1,7 @@
 """Run an ablation grid; re-running the same command resumes it.
 
     python -m lit_seq.ablate ablations/smoke.yaml [--out DIR] [--workers N] [--dry-run]
+                             [--pack auto|on|off]
                              [--wandb auto|online|offline|off] [--executor local|ray]
                              [--ray-address auto|HOST:PORT] [--ray-num-cpus C] [--ray-num-gpus G]
 
@@ -23,6 +24,7 @@ from lit_seq.ablate.folder import check_out_dir, init_out_dir, lock_out_dir
 from lit_seq.ablate.grid import load_grid
 from lit_seq.ablate.jobs import Executor, GridJob, RayOptions
 from lit_seq.ablate.local_pool import run_local
+from lit_seq.ablate.packing import PACK_MODES
 from lit_seq.ablate.order import longest_first
 from lit_seq.ablate.progress import GridProgress
 from lit_seq.ablate.ray_executor import ray_options, require_ray, run_ray
@@ -57,6 +59,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, help="output folder (default results/<grid name>)")
     parser.add_argument("--workers", type=_workers, default=1, help="parallel runs (default 1)")
     parser.add_argument("--dry-run", action="store_true", help="list the runs, train nothing")
+    parser.add_argument(
+        "--pack",
+        choices=PACK_MODES,
+        default="auto",
+        help="train runs of one shape together as one stacked model, each still its own run "
+        "(docs/packing.md): auto = only the model families measured to be faster packed on "
+        "this device (none on CPU), on = every packable run, off = each run alone; local "
+        "executor only",
+    )
     parser.add_argument(
         "--wandb",
         choices=WANDB_MODES,
@@ -165,7 +176,8 @@ def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
         highlight=False,
         soft_wrap=True,
     )
-    job = GridJob(out_dir, spec["name"], plan.wandb_mode, args.workers, plan.ray)
+    pack = "off" if args.executor == "ray" else args.pack  # Ray: one task per run
+    job = GridJob(out_dir, spec["name"], plan.wandb_mode, args.workers, plan.ray, pack)
     execute = EXECUTORS[args.executor]
     with GridProgress(len(runs), len(runs) - len(todo), console) as progress:
         execute(
@@ -203,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     ray_flags = (args.ray_address, args.ray_num_cpus, args.ray_num_gpus)
     if args.executor != "ray" and any(f is not None for f in ray_flags):
         parser.error("--ray-address, --ray-num-cpus and --ray-num-gpus need --executor ray")
+    if args.executor == "ray" and args.pack == "on":
+        parser.error("--pack on needs --executor local; Ray runs one task per run")
     if args.executor == "ray" and args.workers != 1:
         parser.error("--workers is for --executor local; Ray runs as many runs as fit the cluster")
     console = Console()

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from lit_seq.ablate.common import BadGrid
+from lit_seq.ablate.packing import pack_key
 from lit_seq.ablate.spec import Run, config_file, expand, load_spec
 from lit_seq.fit import BadInput, check_config
 
@@ -66,6 +67,7 @@ def check_cells(runs: list[Run], where: str) -> list[Run]:
             arch = cli.model.arch_name  # a plug-in backbone's own name
             built[key] = {"task": cli.datamodule.name, "arch": arch, "cost": float(cost)}
             built[key]["digest"] = config_digest(cli.config)
+            built[key]["pack_key"] = pack_key(cli)
             built[key]["val_metrics"] = [f"val/{m}" for m in cli.model.build_metrics()]
             built[key]["main"] = f"val/{cli.model.main_metric}"
         cell = dict(built[key])

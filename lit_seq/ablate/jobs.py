@@ -32,6 +32,7 @@ class GridJob:
     wandb_mode: str  # online | offline | off (already resolved)
     workers: int = 1
     ray: RayOptions | None = None  # --executor ray: address and resources per run
+    pack: str = "off"  # --pack: auto | on | off (lit_seq.ablate.packing; local executor only)
 
 
 OnStart = Callable[[Run, str], None]  # (run, worker name)

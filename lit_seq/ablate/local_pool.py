@@ -1,10 +1,12 @@
 """The ``local`` executor: a pool of long-lived worker processes on this machine.
 
 Each worker is spawned (not forked: fork + CUDA or fork + threads is unsafe), pays the
-Lightning import once, then trains the runs the driver sends it one at a time and sends
-back each record after writing it (``run_one.run_and_record``). CPU threads are split
-between the workers; with GPUs, worker i gets GPU i % n_gpus. A worker that dies (kill -9,
-out of memory) fails the run it held and is replaced; the grid goes on.
+Lightning import once, then trains what the driver sends it one at a time, a run or a pack
+of runs trained together (``lit_seq.ablate.packing``), and sends back each record after
+writing it (``run_one.run_and_record``, ``run_one.run_pack_and_record``), a pack's as each
+member finishes. CPU threads are split between the workers; with GPUs, worker i gets GPU
+i % n_gpus. A worker that dies (kill -9, out of memory) fails the runs it held that have no
+record yet and is replaced; the grid goes on.
 """
 
 import contextlib
@@ -17,11 +19,12 @@ import threading
 import time
 import traceback
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 
 from lit_seq.ablate.jobs import GridJob, OnRecord, OnStart
-from lit_seq.ablate.run_one import failed_record, run_and_record
+from lit_seq.ablate.packing import packs
+from lit_seq.ablate.run_one import failed_record, run_and_record, run_pack_and_record
 from lit_seq.ablate.spec import Run
 from lit_seq.record import RunRecord, read_record, record_path, write_record
 from lit_seq.runtime import QUIET_OPENMP, cpu_count, disk_full, gpu_devices, use_threads
@@ -62,7 +65,8 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def worker_main(spec: WorkerSpec) -> None:
-    """A worker process: take runs from the pipe until ``None``, send back their records."""
+    """A worker process: take runs (a list: one run, or a pack) from the pipe until ``None``,
+    send back their records."""
     _die_with_parent(spec.parent_pid)
     # Ctrl-C is the driver's to handle: it kills the workers, and their runs rerun next time
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -74,35 +78,39 @@ def worker_main(spec: WorkerSpec) -> None:
     name = f"local-{spec.index}:{os.getpid()}"
     while True:
         try:
-            run = spec.conn.recv()
+            runs = spec.conn.recv()
         except (EOFError, OSError):
             return
-        if run is None:
+        if runs is None:
             return
         try:
-            record = run_and_record(run, spec.job, worker=name)
-        except Exception:  # the record could not be written: the driver records the run lost
+            if len(runs) == 1:
+                spec.conn.send(run_and_record(runs[0], spec.job, worker=name))
+            else:
+                run_pack_and_record(runs, spec.job, name, spec.conn.send)
+        except Exception:  # a record could not be written: the driver records the run lost
             if not disk_full(spec.job.out_dir):  # a full disk is the driver's one line to say
                 traceback.print_exc()
             os._exit(1)
-        spec.conn.send(record)
 
 
 @dataclass
 class _Slot:
-    """One worker of the pool and the run it holds (None: idle)."""
+    """One worker of the pool and the runs it holds that have no record yet (none: idle)."""
 
     process: mp.process.BaseProcess
     conn: Connection  # the driver's end of the worker's pipe
-    run: Run | None = None
+    runs: list[Run] = field(default_factory=list)
 
 
 class LocalPool:
     """Runs a list of runs on ``job.workers`` worker processes; see :func:`run_local`."""
 
-    def __init__(self, runs: list[Run], job: GridJob, on_start: OnStart, on_record: OnRecord):
+    def __init__(
+        self, runs: list[list[Run]], job: GridJob, on_start: OnStart, on_record: OnRecord
+    ):
         self.job, self.on_start, self.on_record = job, on_start, on_record
-        self.pending = deque(runs)
+        self.pending = deque(runs)  # what a worker takes at a time: a run, or a pack of runs
         self.ctx = mp.get_context("spawn")
         n = max(1, min(job.workers, len(runs)))
         self.threads = max(1, cpu_count() // n)
@@ -118,7 +126,7 @@ class LocalPool:
         try:
             for i in range(len(self.slots)):
                 self._start(i)
-            while self.pending or any(s and s.run for s in self.slots):
+            while self.pending or any(s and s.runs for s in self.slots):
                 self._hand_out()
                 self._wait()
                 for i, slot in enumerate(self.slots):
@@ -140,53 +148,54 @@ class LocalPool:
         self.slots[i] = _Slot(process, ours)
 
     def _hand_out(self) -> None:
-        """Give a waiting run to every idle, live worker."""
+        """Give a waiting run (or pack) to every idle, live worker."""
         for slot in self.slots:
-            if slot is None or slot.run is not None or not self.pending:
+            if slot is None or slot.runs or not self.pending:
                 continue
             if not slot.process.is_alive():
                 continue  # _collect replaces it
-            run = self.pending.popleft()
+            runs = self.pending.popleft()
             try:
-                slot.conn.send(run)
-            except OSError:  # died just now: the run waits for the replacement
-                self.pending.appendleft(run)
+                slot.conn.send(runs)
+            except OSError:  # died just now: the runs wait for the replacement
+                self.pending.appendleft(runs)
                 continue
-            slot.run = run
-            self.on_start(run, slot.process.name)
+            slot.runs = list(runs)
+            for run in runs:
+                self.on_start(run, slot.process.name)
 
     def _wait(self) -> None:
         """Sleep until a busy worker sends something or any worker ends (at most 1 s)."""
-        busy = [s.conn for s in self.slots if s and s.run]
+        busy = [s.conn for s in self.slots if s and s.runs]
         wait(busy + [s.process.sentinel for s in self.slots if s], timeout=1.0)
 
     def _collect(self, i: int, slot: _Slot) -> None:
-        """Take the record ``slot`` sent, or deal with its worker's death."""
-        if slot.run is not None and slot.conn.poll():
+        """Take the records ``slot`` sent, or deal with its worker's death."""
+        while slot.runs and slot.conn.poll():
             try:
                 record = slot.conn.recv()
             except Exception:  # EOF or a torn message: it died, handled below
-                record = None
-            if record is not None:
-                slot.run = None
-                self.idle_deaths = 0
-                self.on_record(record)
-                return
+                break
+            slot.runs = [r for r in slot.runs if r.run_id != record.run_id]
+            self.idle_deaths = 0
+            self.on_record(record)
         if not slot.process.is_alive():
             self._replace(i, slot)
 
     def _replace(self, i: int, slot: _Slot) -> None:
-        """A worker died: fail its run (or count an idle death), start another if needed."""
+        """A worker died: fail its runs (or count an idle death), start another if needed."""
         exitcode = slot.process.exitcode
-        if slot.run is not None:
-            self.on_record(self._lost_run(slot.run, exitcode))
-        else:
+        for run in slot.runs:
+            self.on_record(self._lost_run(run, exitcode))
+        if not slot.runs:
             self.idle_deaths += 1
+        slot.runs = []
         slot.conn.close()
         self.slots[i] = None
         if self.idle_deaths > MAX_IDLE_DEATHS_PER_SLOT * len(self.slots):
             while self.pending:  # workers cannot start here: fail what is left, once
-                self.on_record(self._lost_run(self.pending.popleft(), exitcode))
+                for run in self.pending.popleft():
+                    self.on_record(self._lost_run(run, exitcode))
         if self.pending:
             self._start(i)
 
@@ -221,10 +230,13 @@ class LocalPool:
 
 
 def run_local(runs: list[Run], job: GridJob, on_start: OnStart, on_record: OnRecord) -> None:
-    """Run ``runs`` on ``job.workers`` long-lived worker processes (the ``local`` executor)."""
+    """Run ``runs`` on ``job.workers`` long-lived worker processes (the ``local`` executor),
+    the packs of ``job.pack`` (``lit_seq.ablate.packing``) each on one worker."""
     if not runs:
         return
+    device = "cuda" if gpu_devices() else "cpu"
+    units = packs(runs, job.pack, device)
     # the workers inherit this before their torch loads OpenMP (see lit_seq.runtime)
     for key, value in QUIET_OPENMP.items():
         os.environ.setdefault(key, value)
-    LocalPool(runs, job, on_start, on_record).run()
+    LocalPool(units, job, on_start, on_record).run()

@@ -6,7 +6,8 @@ returns the run's :class:`~lit_seq.record.RunRecord` and never raises. A run tha
 handled inside the fit (offline instead of online, or no W&B) and shows as the record's
 warning.
 :func:`run_and_record` adds the run's log file and writes the record, so a result is on
-disk before anyone is told about it.
+disk before anyone is told about it; :func:`run_pack_and_record` does the same for each
+member of a pack of runs trained together (``lit_seq.pack``).
 """
 
 import contextlib
@@ -17,6 +18,7 @@ import shutil
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,7 +27,9 @@ from lit_seq.ablate.folder import run_dir
 from lit_seq.ablate.jobs import GridJob
 from lit_seq.ablate.spec import Run, config_file
 from lit_seq.errors import error_line
+from lit_seq.pack.scheduler import Member, Pack, attach
 from lit_seq.record import RunRecord, diverged_loss, format_value, write_record
+from lit_seq.stop_on_signal import fan_out_signals
 from lit_seq.tracking import WANDB_TAG_LIMIT
 
 LOGS = "logs"
@@ -97,17 +101,23 @@ def _diverged(metrics: dict[str, float]) -> str:
     return f"{bad} is {metrics[bad]}: diverged" if bad else ""
 
 
-def execute_run(run: Run, job: GridJob, worker: str = "") -> RunRecord:
+def execute_run(
+    run: Run,
+    job: GridJob,
+    worker: str = "",
+    train: Callable[[list[str]], fit.FitResult] = fit.cli_main,
+) -> RunRecord:
     """Train and test ``run`` in this process and return its record; never raises.
 
     The run folder is wiped first: anything in it is the leftover of an interrupted attempt.
     An exception gives status ``failed`` with the error as one line (traceback on stderr).
+    ``train``: what fits the run's arguments (a packed fit for the members of a pack).
     """
     started = time.perf_counter()
     record = base_record(run, job, worker)
     shutil.rmtree(record.run_dir, ignore_errors=True)
     try:
-        result = fit.cli_main(run_args(run, job))
+        result = train(run_args(run, job))
         error = _diverged(result.metrics)
         warning = f"W&B: {result.wandb_error}"
         record = dataclasses.replace(
@@ -159,3 +169,38 @@ def run_and_record(run: Run, job: GridJob, worker: str = "") -> RunRecord:
     record = logged_run(run, job, worker)
     write_record(job.out_dir, record)
     return record
+
+
+def run_pack_and_record(
+    runs: list[Run], job: GridJob, worker: str, on_record: Callable[[RunRecord], None]
+) -> None:
+    """Train ``runs`` as one pack (``lit_seq.pack``): each member is the fit it would be
+    alone, with its own log file, and its record is written, then handed to ``on_record``, as
+    it finishes; the others go on. Raises only if a record cannot be written."""
+    pack = Pack()
+
+    def packed_fit(args: list[str]) -> fit.FitResult:
+        cli = fit.build_cli(args)
+        attach(pack, cli.model)
+        return fit.run(cli)
+
+    def member(run: Run, log: Path) -> Callable[[], RunRecord]:
+        def main() -> RunRecord:
+            record = execute_run(run, job, worker, train=packed_fit)
+            record.log, record.pack_size = str(log), len(runs)
+            write_record(job.out_dir, record)
+            return record
+
+        return main
+
+    for run in runs:
+        log = Path(job.out_dir) / LOGS / f"{run.run_id}.log"
+        pack.add(run.run_id, member(run, log), log)
+
+    def done(finished: Member) -> None:
+        if finished.error is not None:  # its record could not be written
+            raise finished.error
+        on_record(finished.result)
+
+    with fan_out_signals():
+        pack.run(on_done=done)

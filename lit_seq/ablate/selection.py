@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 from lit_seq.ablate.axes import config_path
+from lit_seq.ablate.packing import OPTIMIZER_OPTIONS
 from lit_seq.ablate.spec import Run
 from lit_seq.record import RunRecord, format_value
 from lit_seq.results.selection import choose_value
@@ -35,4 +36,13 @@ def resolve(run: Run, records: dict[str, RunRecord]) -> tuple[Run | None, str]:
     arg = f"--{config_path(axis, 'grid')}={format_value(value)}"
     seed_at = next(i for i, a in enumerate(run.overrides) if a.startswith("--seed_everything="))
     overrides = (*run.overrides[:seed_at], arg, *run.overrides[seed_at:])
-    return dataclasses.replace(run, axes={**run.axes, axis: value}, overrides=overrides), ""
+    # a value the optimizer reads keeps the run's pack; any other may change its shapes
+    path = config_path(axis, "grid")
+    keep = path.startswith("model.") and path.rsplit(".", 1)[-1] in OPTIMIZER_OPTIONS
+    resolved = dataclasses.replace(
+        run,
+        axes={**run.axes, axis: value},
+        overrides=overrides,
+        pack_key=run.pack_key if keep else "",
+    )
+    return resolved, ""

@@ -53,6 +53,7 @@ class Run:
     arch: str = ""
     cost: float = 1.0  # optimizer steps x layers: a run's relative length
     digest: str = ""  # hash of its resolved configuration and seed: what it computes
+    pack_key: str = ""  # runs with the same non-empty key can train as one pack (packing)
     # a block's ``select:``: per seed, the tables keep the value of this axis whose run has
     # the best validation metric (e.g. the learning rate); the runs that compete share
     # ``select_group``, the cell id without that axis

@@ -1,7 +1,8 @@
 """Recurrent backbone: ``nn.RNN`` (tanh) or ``nn.LSTM``, one class, the cell a flag.
 
 The torch modules (not a Python loop over time) are used so that cuDNN's fused
-kernels run on GPU.
+kernels run on GPU. Inside ``unrolled_recurrences()`` the same recurrence runs as a loop of
+matrix products instead, which ``torch.func.vmap`` can batch over K models (packed runs).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from lit_seq.checks import check_choice
+from lit_seq.models.unrolled import unrolled, unrolling
 
 CELLS = ("rnn", "lstm")
 
@@ -87,6 +89,8 @@ class RecurrentBackbone(nn.Module):
             packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
             out, _ = self.rnn(packed)
             out, _ = pad_packed_sequence(out, batch_first=True, total_length=T)  # (B, T, 2d)
+        elif unrolling() and not self.bidirectional:  # the same recurrence, for vmap
+            out = unrolled(self.rnn, x)
         else:
             out, _ = self.rnn(x)  # (B, T, d) or (B, T, 2d)
         return self.proj(out)

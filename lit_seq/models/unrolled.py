@@ -1,0 +1,77 @@
+"""The recurrence of ``nn.RNN`` / ``nn.LSTM`` written out step by step, for ``torch.func.vmap``.
+
+``vmap`` has no batching rule for the fused recurrent kernels (``aten::lstm.input``,
+``aten::rnn_tanh.input``), so K recurrent models cannot be run as one by vmapping their
+modules. The same recurrence as plain matrix products and pointwise ops can be: under
+``vmap`` over K stacked weight sets every product becomes one batched product over the K
+models. :func:`unrolled` computes exactly what the module computes (same equations, same
+gate order, zero initial state); inside :func:`unrolled_recurrences` every
+``RecurrentBackbone`` uses it instead of its module's fused kernel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+_UNROLLED = contextvars.ContextVar("lit_seq_unrolled_recurrences", default=False)
+
+
+@contextlib.contextmanager
+def unrolled_recurrences():
+    """While the block runs, recurrent backbones compute with :func:`unrolled`."""
+    token = _UNROLLED.set(True)
+    try:
+        yield
+    finally:
+        _UNROLLED.reset(token)
+
+
+def unrolling() -> bool:
+    """Whether the caller is inside :func:`unrolled_recurrences`."""
+    return _UNROLLED.get()
+
+
+def unrolled(rnn: nn.RNNBase, x: Tensor) -> Tensor:
+    """``rnn(x)[0]`` for a batch-first, forward-only ``nn.RNN`` (tanh) or ``nn.LSTM``.
+
+    Args:
+        rnn: the module whose weights (``weight_ih_l{k}`` ...) are used, looked up by name,
+            so ``torch.func.functional_call`` can substitute stacked ones.
+        x: (B, T, d) input.
+
+    Returns:
+        (B, T, hidden) outputs of the top layer, from a zero initial state.
+    """
+    if rnn.bidirectional or not rnn.batch_first or getattr(rnn, "proj_size", 0):
+        raise ValueError("unrolled() supports batch-first, forward-only RNN/LSTM without proj_size")
+    if rnn.mode not in ("RNN_TANH", "LSTM"):
+        raise ValueError(f"unrolled() supports tanh RNNs and LSTMs, not mode {rnn.mode!r}")
+    lstm = rnn.mode == "LSTM"
+    out = x
+    for layer in range(rnn.num_layers):
+        w_ih, w_hh = getattr(rnn, f"weight_ih_l{layer}"), getattr(rnn, f"weight_hh_l{layer}")
+        b_ih = getattr(rnn, f"bias_ih_l{layer}") if rnn.bias else None
+        b_hh = getattr(rnn, f"bias_hh_l{layer}") if rnn.bias else None
+        # the input projection of every step at once; the state's, step by step
+        projected = F.linear(out, w_ih, b_ih)  # (B, T, gates * hidden)
+        h = x.new_zeros(x.shape[0], rnn.hidden_size)
+        c = x.new_zeros(x.shape[0], rnn.hidden_size) if lstm else None
+        states = []
+        for t in range(x.shape[1]):
+            pre = projected[:, t] + F.linear(h, w_hh, b_hh)
+            if lstm:
+                i, f, g, o = pre.chunk(4, dim=-1)  # torch's gate order
+                c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+                h = torch.sigmoid(o) * torch.tanh(c)
+            else:
+                h = torch.tanh(pre)
+            states.append(h)
+        out = torch.stack(states, dim=1)
+        if rnn.dropout and rnn.training and layer < rnn.num_layers - 1:
+            out = F.dropout(out, rnn.dropout, training=True)
+    return out

@@ -1,0 +1,1 @@
+"""Packed runs: K fits of one shape trained in one process as one stacked computation."""
