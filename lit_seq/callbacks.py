@@ -220,8 +220,9 @@ class AttentionMapLogger(L.Callback):
             return
         was_training = net.training
         net.eval()
+        x = trainer.precision_plugin.convert_input(batch["x"].to(pl_module.device))  # 64-true
         with torch.no_grad():
-            maps = net.attention_maps(batch["x"].to(pl_module.device))  # per layer (1, H, T, T)
+            maps = net.attention_maps(x)  # per layer (1, H, T, T)
         net.train(was_training)
         maps = [m[0].float().cpu() for m in maps]
         x = batch["x"][0].cpu()

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # bash scripts/gpu_check.sh [OUT_DIR]
 #
-# The GPU check, on one GPU, in under 5 minutes: the GPU-marked tests, the benchmark's
-# overhead and memory sections on the GPU, and the `arch` grid with 4 runs packed on the
-# one GPU; then one summary table. Writes everything to OUT_DIR (default: $OUT_DIR, else
-# $OUT, else gpu_check_out). Run from the repository root; uses .venv when it is there.
+# The GPU check, on one GPU, in under 10 minutes: the GPU-marked tests, the benchmark's
+# overhead, memory and pack sections on the GPU, and the `matrix` grid with 4 workers on the
+# one GPU for $GRID_S seconds (default 150) each way, runs packed (--pack on) and each run
+# alone (--pack off): the runs finished in that time are the throughput; then one summary
+# table. Writes everything to OUT_DIR (default: $OUT_DIR, else $OUT, else gpu_check_out).
+# Run from the repository root; uses .venv when it is there.
+#
+# A device machine that reaches no package index: carry the wheels its image lacks, made
+# here with `pip download -d wheels greenlet "jsonargparse[signatures]" wandb`, and the
+# script installs them (and lit_seq, without its dependencies) with --no-index first.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -13,6 +19,12 @@ mkdir -p "$OUT_DIR"
 PY=python
 [[ -x .venv/bin/python ]] && PY=.venv/bin/python
 export WANDB_MODE=disabled
+
+WHEELS="${WHEELS:-wheels}"
+if [[ -d "$WHEELS" ]]; then
+    $PY -m pip install -q --no-index --find-links "$WHEELS" greenlet "jsonargparse[signatures]" wandb
+    $PY -m pip install -q --no-index --no-deps -e .
+fi
 
 $PY - <<'EOF'
 import sys, torch
@@ -41,25 +53,41 @@ $PY -m lit_seq.bench --sections overhead,memory --steps 80 --repeats 3 \
 bench_rc=${PIPESTATUS[0]}
 set -e
 
-stage "arch grid, 4 workers packed on one GPU"
-grid_start=$SECONDS
+stage "benchmark: packed vs sequential runs on the GPU"
 set +e
-$PY -m lit_seq.ablate ablations/arch.yaml --workers 4 --wandb off \
-    --out "$OUT_DIR/arch_grid" 2>&1 | tee "$OUT_DIR/arch_grid.log"
-grid_rc=${PIPESTATUS[0]}
+$PY -m lit_seq.bench --sections pack --out "$OUT_DIR/bench_pack_gpu.json" 2>&1 \
+    | tee "$OUT_DIR/bench_pack_gpu.log"
+pack_rc=${PIPESTATUS[0]}
 set -e
-grid_seconds=$((SECONDS - grid_start))
+
+GRID_S="${GRID_S:-150}"
+grid_stage() {  # grid_stage NAME PACK: the matrix for GRID_S seconds; sets rc and seconds
+    local begin=$SECONDS
+    set +e
+    timeout --signal=INT "$GRID_S" $PY -m lit_seq.ablate ablations/matrix.yaml --workers 4 \
+        --wandb off --pack "$2" --out "$OUT_DIR/$1" 2>&1 | tee "$OUT_DIR/$1.log"
+    local code=${PIPESTATUS[0]}
+    set -e
+    # 124 / 130: stopped at the time limit, which is the point; anything else is a failure
+    if [[ $code -eq 124 || $code -eq 130 ]]; then code=0; fi
+    echo "$code $((SECONDS - begin))"
+}
+stage "matrix grid for ${GRID_S} s, 4 workers on one GPU, packed"
+read -r grid_rc grid_seconds < <(grid_stage matrix_packed on | tail -n 1)
+stage "matrix grid for ${GRID_S} s, 4 workers on one GPU, each run alone"
+read -r solo_rc solo_seconds < <(grid_stage matrix_solo off | tail -n 1)
 
 stage "summary"
-$PY - "$OUT_DIR" "$tests_rc" "$bench_rc" "$grid_rc" "$grid_seconds" <<'EOF'
+$PY - "$OUT_DIR" "$tests_rc" "$bench_rc" "$grid_rc" "$grid_seconds" "$solo_rc" "$solo_seconds" \
+    "$pack_rc" <<'EOF'
 import json, sys
 from pathlib import Path
 
-import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-out, tests_rc, bench_rc, grid_rc, grid_s = Path(sys.argv[1]), *map(int, sys.argv[2:])
+out = Path(sys.argv[1])
+tests_rc, bench_rc, grid_rc, grid_s, solo_rc, solo_s, pack_rc = map(int, sys.argv[2:])
 table = Table(title="GPU check", title_justify="left")
 for column in ("check", "result", "detail"):
     table.add_column(column)
@@ -84,17 +112,28 @@ if memory.get("fit_cuda_peak_mb") is not None:
     )
 if bench_rc != 0 or not bench:
     table.add_row("benchmark", f"FAILED ({bench_rc})", "see bench_gpu.log")
-runs_csv = out / "arch_grid" / "runs.csv"
-if runs_csv.exists():
-    runs = pd.read_csv(runs_csv)
-    ok = int((runs["status"] == "ok").sum()) if "status" in runs else len(runs)
-    detail = f"{ok}/{len(runs)} runs ok"
-else:
-    detail = "no runs.csv"
-grid_result = f"{grid_s} s" if grid_rc == 0 else f"FAILED ({grid_rc}) after {grid_s} s"
-table.add_row("arch grid, 4 packed workers", grid_result, detail)
+pack_bench = out / "bench_pack_gpu.json"
+pack_rows = json.loads(pack_bench.read_text()).get("pack", {}).get("rows", []) if pack_bench.exists() else []
+for row in pack_rows:
+    table.add_row(
+        f"pack {row['task']}/{row['arch']} K={row['k']}",
+        f"x{row['speedup']:.2f} vs sequential",
+        f"{row['packed_steps_per_s']:.0f} vs {row['solo_steps_per_s']:.0f} steps/s; "
+        f"equal first steps: {row['equal']}",
+    )
+if pack_rc != 0:
+    table.add_row("benchmark pack", f"FAILED ({pack_rc})", "see bench_pack_gpu.log")
+for name, rc, seconds, label in (
+    ("matrix_packed", grid_rc, grid_s, "matrix, 4 workers, --pack on"),
+    ("matrix_solo", solo_rc, solo_s, "matrix, 4 workers, --pack off"),
+):
+    records = [json.loads(p.read_text()) for p in (out / name / "records").glob("*.json")]
+    ok = sum(r.get("status") == "ok" for r in records)
+    steps = sum(r.get("steps") or 0 for r in records if r.get("status") == "ok")
+    result = f"{ok} runs ok in {seconds} s" if rc == 0 else f"FAILED ({rc}) after {seconds} s"
+    table.add_row(label, result, f"{steps} optimizer steps in the finished runs")
 Console(width=120).print(table)
 EOF
 
 echo "gpu_check: done in $((SECONDS - start)) s -> $OUT_DIR"
-[[ $tests_rc -eq 0 && $bench_rc -eq 0 && $grid_rc -eq 0 ]]
+[[ $tests_rc -eq 0 && $bench_rc -eq 0 && $pack_rc -eq 0 && $grid_rc -eq 0 && $solo_rc -eq 0 ]]

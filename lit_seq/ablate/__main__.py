@@ -24,8 +24,8 @@ from lit_seq.ablate.folder import check_out_dir, init_out_dir, lock_out_dir
 from lit_seq.ablate.grid import load_grid
 from lit_seq.ablate.jobs import Executor, GridJob, RayOptions
 from lit_seq.ablate.local_pool import run_local
-from lit_seq.ablate.packing import PACK_MODES
 from lit_seq.ablate.order import longest_first
+from lit_seq.ablate.packing import PACK_MODES
 from lit_seq.ablate.progress import GridProgress
 from lit_seq.ablate.ray_executor import ray_options, require_ray, run_ray
 from lit_seq.ablate.run_one import failed_record
@@ -65,8 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="train runs of one shape together as one stacked model, each still its own run "
         "(docs/packing.md): auto = only the model families measured to be faster packed on "
-        "this device (none on CPU), on = every packable run, off = each run alone; local "
-        "executor only",
+        "this kind of device (so far none: not on CPU, not yet measured on GPU), on = every "
+        "packable run, off = each run alone; local executor only",
     )
     parser.add_argument(
         "--wandb",

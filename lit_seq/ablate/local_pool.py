@@ -106,9 +106,7 @@ class _Slot:
 class LocalPool:
     """Runs a list of runs on ``job.workers`` worker processes; see :func:`run_local`."""
 
-    def __init__(
-        self, runs: list[list[Run]], job: GridJob, on_start: OnStart, on_record: OnRecord
-    ):
+    def __init__(self, runs: list[list[Run]], job: GridJob, on_start: OnStart, on_record: OnRecord):
         self.job, self.on_start, self.on_record = job, on_start, on_record
         self.pending = deque(runs)  # what a worker takes at a time: a run, or a pack of runs
         self.ctx = mp.get_context("spawn")

@@ -23,11 +23,12 @@ PACK_MODES = ("auto", "on", "off")
 MAX_PACK = 27  # members of one pack at most
 # model options that only the optimizer reads: runs that differ in them still stack
 OPTIMIZER_OPTIONS = ("lr", "optimizer", "weight_decay", "schedule", "warmup_steps")
-# --pack auto: the families (arch) that train faster packed, by device type. Measured with
-# `python -m lit_seq.bench --only pack` (docs/packing.md): on this project's 2-core CPU no
-# family does (each member keeps its own Lightning loop, ~2-3 ms of Python per step, and the
-# stacked forward and backward of these tiny models cost about what K solo ones do).
-AUTO_FAMILIES: dict[str, tuple[str, ...]] = {"cpu": (), "cuda": ("transformer", "rnn", "lstm")}
+# --pack auto: the families (arch) that train faster packed, by device type, as measured by
+# `python -m lit_seq.bench --sections pack` (docs/packing.md). On this project's 2-core CPU
+# none does: each member keeps its own Lightning loop and optimizer step (~3 ms of a 4 ms
+# step), and the stacked forward and backward of these tiny networks cost about what K solo
+# ones do. Not measured on a GPU yet (scripts/gpu_check.sh does): none until it is.
+AUTO_FAMILIES: dict[str, tuple[str, ...]] = {"cpu": (), "cuda": ()}
 
 
 def pack_key(cli) -> str:

@@ -2,8 +2,8 @@
 
     python -m lit_seq.bench [--out FILE.json] [--sections overhead,datagen,...] [--quick]
 
-Sections: overhead, datagen, time_to_quality, grid, memory, utilisation (default: all). Prints one
-table per section and writes them all as JSON. ``--quick`` shrinks every step count to a
+Sections: overhead, datagen, time_to_quality, grid, memory, utilisation, pack (default:
+all). Prints one table per section and writes them all as JSON. ``--quick`` shrinks every step count to a
 smoke run (about a minute; the numbers then mean nothing). A section that crashes is
 recorded with its error and the others still run; the exit code is then 1.
 
@@ -33,7 +33,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from lit_seq.assets import PACKAGE_DIR  # noqa: E402
-from lit_seq.bench import datagen, grid, memory, overhead, quality, utilisation  # noqa: E402
+from lit_seq.bench import datagen, grid, memory, overhead, pack, quality, utilisation  # noqa: E402
 from lit_seq.bench.common import device_name, log  # noqa: E402
 from lit_seq.io import atomic_write_json  # noqa: E402
 
@@ -65,6 +65,12 @@ SECTIONS = {
         utilisation.run,
         ["task", "arch", "params", "batch", "gflop_per_step", "step_ms", "gflops"]
         + ["pct_of_peak"],
+    ),
+    "pack": (
+        pack.run,
+        ["task", "arch", "k", "solo_s", "packed_s", "solo_steps_per_s", "packed_steps_per_s"]
+        + ["speedup", "stacked_share", "first_loss_diff", "max_loss_diff", "max_metric_diff"]
+        + ["equal"],
     ),
 }
 # section-level fields worth a line under the table

@@ -227,9 +227,7 @@ class Pack:
         self.stacking = True
         _restore(group[0].member.saved)  # the members' modes (autocast, grad) for the call
         try:
-            return stacked_call(
-                [r.module for r in group], [(r.args, r.kwargs) for r in group]
-            )
+            return stacked_call([r.module for r in group], [(r.args, r.kwargs) for r in group])
         except Exception as err:  # noqa: BLE001 - unpacked is slower, never wrong
             self.failed_keys.add(key)
             print(
