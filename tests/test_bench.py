@@ -164,3 +164,22 @@ def test_memory_section_reports_worker_growth(tmp_path):
     assert len(result["worker_rss_mb"]) == 5
     assert result["rows"][0]["peak_rss_mb"] > 0
     assert math.isfinite(result["rows"][1]["growth"])
+
+
+@pytest.mark.slow
+def test_the_pack_section_compares_packed_and_sequential_runs_of_one_family(tmp_path):
+    from lit_seq.bench import pack
+
+    result = pack.run(quick=True, workdir=tmp_path, families=[("echo", "rnn")])
+    rows = result["rows"]
+    assert [(r["task"], r["arch"], r["k"]) for r in rows] == [
+        ("echo", "rnn", 1),
+        ("echo", "rnn", 3),
+    ]
+    alone, packed = rows
+    assert alone["stacked_share"] == 0.0 and packed["stacked_share"] == 1.0  # K=3 really packed
+    assert alone["max_loss_diff"] == 0.0  # a pack of one is its solo run, step for step
+    assert packed["first_loss_diff"] < 1e-5 and result["passed"]
+    assert packed["solo_s"] > 0 and packed["speedup"] == pytest.approx(
+        packed["solo_s"] / packed["packed_s"], rel=0.02
+    )

@@ -130,6 +130,12 @@ class Pack:
                     request = self._resume(member, replies.pop(id(member), None), hub_fds)
                     if member.done:
                         live.remove(member)
+                        stacked, alone = member.stats["stacked"], member.stats["solo"]
+                        self._note(
+                            [member],
+                            f"lit_seq: packed in a pack of {len(self.members)}: {stacked} of "
+                            f"{stacked + alone} training forwards stacked with other members'",
+                        )
                         self._close_log(member)
                         if on_done is not None:
                             on_done(member)
@@ -160,6 +166,15 @@ class Pack:
                 member.log.parent.mkdir(parents=True, exist_ok=True)
                 member.log_fd = os.open(member.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         return os.dup(1), os.dup(2)
+
+    def _note(self, members: list[Member], line: str, warning: bool = False) -> None:
+        """A line of the pack's own in the log of each of ``members``; a warning goes to
+        stderr for a member without a log file."""
+        for member in members:
+            if member.log_fd is not None:
+                os.write(member.log_fd, f"{line}\n".encode())
+            elif warning:
+                print(line, file=sys.stderr)
 
     def _close_log(self, member: Member) -> None:
         if member.log_fd is not None:
@@ -230,10 +245,11 @@ class Pack:
             return stacked_call([r.module for r in group], [(r.args, r.kwargs) for r in group])
         except Exception as err:  # noqa: BLE001 - unpacked is slower, never wrong
             self.failed_keys.add(key)
-            print(
-                f"lit_seq: warning: packed forward of {type(group[0].module).__name__} "
-                f"failed ({type(err).__name__}: {err}); its members run unpacked",
-                file=sys.stderr,
+            self._note(
+                [r.member for r in group],
+                f"lit_seq: warning: packed forward of {type(group[0].module).__name__} failed "
+                f"({type(err).__name__}: {err}); these members run it unpacked",
+                warning=True,
             )
             return None
         finally:
