@@ -4,7 +4,8 @@ Runs pack when their networks have the same structure and compute the same funct
 weights: same system, same model options except the optimizer's (learning rate, optimizer,
 weight decay, schedule, warm-up), same task and batch size, no dropout (a stacked forward
 draws no random numbers, so it could not reproduce a solo run's masks), no bidirectional
-recurrence and no plug-in backbone. The seeds of a cell pack, and so do cells that differ
+recurrence, no fused recurrence outside a ``RecurrentBackbone`` (the recurrent
+encoder-decoder's) and no plug-in backbone. The seeds of a cell pack, and so do cells that differ
 only in learning rate. :func:`pack_key` says so per cell (built once, by the grid check).
 
 ``--pack auto`` packs only the families measured to be faster packed on the device the grid
@@ -18,6 +19,7 @@ import hashlib
 import json
 
 from lit_seq.ablate.spec import Run
+from lit_seq.pack.stacked import unstackable
 
 PACK_MODES = ("auto", "on", "off")
 MAX_PACK = 27  # members of one pack at most
@@ -38,6 +40,8 @@ def pack_key(cli) -> str:
     """
     hp = {k: v for k, v in cli.model.hparams.items() if not k.startswith("_")}
     if hp.get("dropout") or hp.get("bidirectional") or hp.get("backbone"):
+        return ""
+    if unstackable(cli.model.net):  # e.g. the recurrent encoder-decoder's own nn.RNN
         return ""
     shared = {k: v for k, v in hp.items() if k not in OPTIMIZER_OPTIONS}
     dm = cli.datamodule

@@ -105,19 +105,20 @@ def execute_run(
     run: Run,
     job: GridJob,
     worker: str = "",
-    train: Callable[[list[str]], fit.FitResult] = fit.cli_main,
+    train: Callable[[list[str]], fit.FitResult] | None = None,
 ) -> RunRecord:
     """Train and test ``run`` in this process and return its record; never raises.
 
     The run folder is wiped first: anything in it is the leftover of an interrupted attempt.
     An exception gives status ``failed`` with the error as one line (traceback on stderr).
-    ``train``: what fits the run's arguments (a packed fit for the members of a pack).
+    ``train``: what fits the run's arguments (default ``fit.cli_main``; a packed fit for the
+    members of a pack).
     """
     started = time.perf_counter()
     record = base_record(run, job, worker)
     shutil.rmtree(record.run_dir, ignore_errors=True)
     try:
-        result = train(run_args(run, job))
+        result = (train or fit.cli_main)(run_args(run, job))
         error = _diverged(result.metrics)
         warning = f"W&B: {result.wandb_error}"
         record = dataclasses.replace(

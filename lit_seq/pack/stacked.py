@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, vmap
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from lit_seq.models.recurrent import RecurrentBackbone
 from lit_seq.models.unrolled import unrolled_recurrences
 
 Call = tuple[tuple, dict]  # (args, kwargs) of one module's forward
@@ -26,6 +27,24 @@ Call = tuple[tuple, dict]  # (args, kwargs) of one module's forward
 
 def _tensors(module: nn.Module) -> dict[str, Tensor]:
     return {**dict(module.named_parameters()), **dict(module.named_buffers())}
+
+
+def unstackable(module: nn.Module) -> str:
+    """Why ``module`` cannot run in a stacked call, or "" when it can.
+
+    A fused recurrence (``nn.RNN`` / ``nn.LSTM``) can only run as the unrolled one, which
+    ``RecurrentBackbone`` switches to; any other (the seq2seq recurrent encoder-decoder packs
+    variable-length sequences through its own) would be called under vmap, which fails and
+    leaves the module's cached weight list pointing at vmapped tensors.
+    """
+    wrapped = {id(m.rnn) for m in module.modules() if isinstance(m, RecurrentBackbone)}
+    for name, sub in module.named_modules():
+        if isinstance(sub, nn.RNNBase) and id(sub) not in wrapped:
+            where = name or type(module).__name__
+            return f"{where} is a fused {type(sub).__name__} outside a RecurrentBackbone"
+        if isinstance(sub, RecurrentBackbone) and sub.bidirectional:
+            return f"{name} is a bidirectional recurrence"
+    return ""
 
 
 def structure_key(module: nn.Module) -> tuple:
@@ -56,10 +75,14 @@ def stacked_call(modules: Sequence[nn.Module], calls: Sequence[Call]) -> list:
     """``[modules[k](*args_k, **kwargs_k) for k]``, computed as one vmapped call.
 
     The modules must share :func:`structure_key` and the calls :func:`call_key` (the caller
-    groups them so). Nothing random may run inside (dropout > 0 raises): a packed run must
+    groups them so), and be stackable (:func:`unstackable`; else ValueError, before anything
+    is touched). Nothing random may run inside (dropout > 0 raises): a packed run must
     compute what its solo run computes.
     """
     template = modules[0]
+    why = unstackable(template)
+    if why:
+        raise ValueError(f"cannot stack {type(template).__name__}: {why}")
     names = list(_tensors(template))
     per_module = [_tensors(m) for m in modules]
     stacked = {name: torch.stack([t[name] for t in per_module]) for name in names}
