@@ -14,8 +14,10 @@ import lightning as L
 from lightning.pytorch.callbacks import Checkpoint
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)  # a preempted job, Ctrl-C
-# set by fan_out_signals: the fits of a pack (one thread) whose handler is the pack's
+# set by fan_out_signals: the fits of a pack (one thread) whose handler is the pack's, and
+# the signals it handles
 _fan_out: list["StopOnSignal"] | None = None
+_fan_out_handled: list[int] = []
 
 
 class FitInterrupted(SystemExit):
@@ -66,7 +68,7 @@ class StopOnSignal(Checkpoint):
             yield
             return
         if _fan_out is not None:  # one of several fits in this thread: the pack's handler
-            self._handled = [s for s in STOP_SIGNALS if signal.getsignal(s) is _fan_out_handler]
+            self._handled = list(_fan_out_handled)
             _fan_out.append(self)
             try:
                 yield
@@ -144,18 +146,18 @@ def fan_out_signals():
     greenlet) share one handler: SIGTERM or SIGINT (unless ignored) stops every one of them at
     its next step boundary with ``last.ckpt`` saved, as it stops a fit alone. Without this,
     each member would install its own handler over the others' and only the last would stop."""
-    global _fan_out
+    global _fan_out, _fan_out_handled
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     handled = [s for s, handler in previous.items() if handler is not signal.SIG_IGN]
-    _fan_out = []
+    _fan_out, _fan_out_handled = [], handled
     for signum in handled:
         signal.signal(signum, _fan_out_handler)
     try:
         yield
     finally:
-        _fan_out = None
+        _fan_out, _fan_out_handled = None, []
         for signum in handled:
             signal.signal(signum, previous[signum])

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -328,3 +329,33 @@ def test_a_signal_stops_every_member_of_a_pack(tmp_path):
             time.sleep(0.05)
         assert [s.signum for s in stoppers] == [signal.SIGTERM, signal.SIGTERM, None]
     assert signal.getsignal(signal.SIGTERM) is previous  # the handler before the pack
+
+
+@pytest.mark.slow
+def test_sigterm_stops_every_member_of_a_running_pack_at_a_step_boundary(tmp_path):
+    runs = _grid(
+        tmp_path,
+        "seeds: [0, 1, 2]\nblocks:\n- {axes: {task: [echo], arch: [rnn], "
+        "trainer.max_steps: [100000], trainer.val_check_interval: [50000]}}\n",
+    )
+    [unit] = packs(runs, "on", "cpu")
+    job = GridJob(tmp_path / "out", "packs", "off", pack="on")
+    # SIGTERM to this process once every member trains: the pack's handler notes it for all
+    timer = threading.Timer(8.0, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    try:
+        records = []
+        run_pack_and_record(unit, job, "test", records.append)
+    finally:
+        timer.cancel()
+    assert len(records) == 3
+    for record in records:
+        assert record.status == "failed" and "stopped by SIGTERM at step" in record.error
+        step = int(record.error.split("at step ")[1].split(",")[0])
+        assert 0 < step < 100000
+        last = torch.load(
+            Path(record.run_dir) / "checkpoints" / "last.ckpt",
+            map_location="cpu",
+            weights_only=False,
+        )
+        assert last["global_step"] == step  # saved where it stopped: a resume goes on from there
