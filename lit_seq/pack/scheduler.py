@@ -93,7 +93,6 @@ class Pack:
         self.hub: greenlet | None = None
         self.current: Member | None = None
         self.stacking = False  # inside a stacked call: forwards run as themselves
-        self.rounds = 0
         self.failed_keys: set = set()
         self.hub_state: _Saved | None = None
 
@@ -142,7 +141,6 @@ class Pack:
                     else:
                         requests.append(request)
                 replies = self._serve(requests)
-                self.rounds += 1
         finally:
             for fd in hub_fds:
                 os.close(fd)
