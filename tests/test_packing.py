@@ -1,6 +1,7 @@
 """Packed runs (``lit_seq.pack``, ``lit_seq.ablate.packing``): K fits trained as one stacked
 computation, each member computing exactly what it computes alone."""
 
+import functools
 import json
 import os
 import signal
@@ -19,9 +20,9 @@ from lit_seq import fit
 from lit_seq.ablate.grid import load_grid
 from lit_seq.ablate.jobs import GridJob
 from lit_seq.ablate.packing import pack_key, packs
-from lit_seq.ablate.run_one import run_pack_and_record
+from lit_seq.ablate.run_one import packed_fit, run_pack_and_record
 from lit_seq.models.unrolled import unrolled
-from lit_seq.pack.scheduler import Pack, _Request, attach
+from lit_seq.pack.scheduler import Pack, _Request
 from lit_seq.pack.stacked import stacked_call
 from lit_seq.record import read_records
 from lit_seq.stop_on_signal import StopOnSignal, fan_out_signals
@@ -107,17 +108,9 @@ def _solo_and_packed(tmp_path, task, arch, steps, precision, seeds=(0, 1, 2)):
     for seed in seeds:
         fit.cli_main(_fit_args(config, tmp_path / f"solo{seed}", seed, steps, precision))
     pack = Pack()
-
-    def member(seed):
-        def main():
-            cli = fit.build_cli(_fit_args(config, tmp_path / f"pack{seed}", seed, steps, precision))
-            attach(pack, cli.model)
-            return fit.run(cli)
-
-        return main
-
     for seed in seeds:
-        pack.add(f"seed{seed}", member(seed), tmp_path / f"log{seed}.txt")
+        args = _fit_args(config, tmp_path / f"pack{seed}", seed, steps, precision)
+        pack.add(f"seed{seed}", functools.partial(packed_fit, pack, args), tmp_path / f"log{seed}")
     pack.run()
     assert [m.error for m in pack.members] == [None] * len(seeds)
     return pack

@@ -9,7 +9,7 @@ encoder-decoder's) and no plug-in backbone. The seeds of a cell pack, and so do 
 only in learning rate. :func:`pack_key` says so per cell (built once, by the grid check).
 
 ``--pack auto`` packs only the families measured to be faster packed on the device the grid
-runs on (:data:`AUTO_FAMILIES`, from ``python -m lit_seq.bench --only pack``); ``on`` packs
+runs on (:data:`AUTO_FAMILIES`, from ``python -m lit_seq.bench --sections pack``); ``on`` packs
 every packable run; ``off`` trains every run alone.
 """
 
@@ -39,9 +39,9 @@ def pack_key(cli) -> str:
     ``cli``: a built fit configuration (``lit_seq.fit.check_config``).
     """
     hp = {k: v for k, v in cli.model.hparams.items() if not k.startswith("_")}
-    if hp.get("dropout") or hp.get("bidirectional") or hp.get("backbone"):
+    if hp.get("dropout") or hp.get("backbone"):
         return ""
-    if unstackable(cli.model.net):  # e.g. the recurrent encoder-decoder's own nn.RNN
+    if unstackable(cli.model.net):  # bidirectional, or the encoder-decoder's own nn.RNN
         return ""
     shared = {k: v for k, v in hp.items() if k not in OPTIMIZER_OPTIONS}
     dm = cli.datamodule

@@ -12,6 +12,7 @@ member of a pack of runs trained together (``lit_seq.pack``).
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -172,6 +173,13 @@ def run_and_record(run: Run, job: GridJob, worker: str = "") -> RunRecord:
     return record
 
 
+def packed_fit(pack: Pack, args: list[str]) -> fit.FitResult:
+    """``fit.cli_main(args)`` as a member of ``pack``: built, attached to the pack, run."""
+    cli = fit.build_cli(args)
+    attach(pack, cli.model)
+    return fit.run(cli)
+
+
 def run_pack_and_record(
     runs: list[Run], job: GridJob, worker: str, on_record: Callable[[RunRecord], None]
 ) -> None:
@@ -180,14 +188,9 @@ def run_pack_and_record(
     it finishes; the others go on. Raises only if a record cannot be written."""
     pack = Pack()
 
-    def packed_fit(args: list[str]) -> fit.FitResult:
-        cli = fit.build_cli(args)
-        attach(pack, cli.model)
-        return fit.run(cli)
-
     def member(run: Run, log: Path) -> Callable[[], RunRecord]:
         def main() -> RunRecord:
-            record = execute_run(run, job, worker, train=packed_fit)
+            record = execute_run(run, job, worker, train=functools.partial(packed_fit, pack))
             record.log, record.pack_size = str(log), len(runs)
             write_record(job.out_dir, record)
             return record

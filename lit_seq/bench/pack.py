@@ -12,10 +12,12 @@ auto`` only where it is faster packed.
 """
 
 import csv
+import functools
 import json
 from pathlib import Path
 
 from lit_seq import fit
+from lit_seq.ablate.run_one import packed_fit
 from lit_seq.bench.common import (
     Stopwatch,
     config_path,
@@ -24,7 +26,7 @@ from lit_seq.bench.common import (
     quiet_fit,
     run_dir_factory,
 )
-from lit_seq.pack.scheduler import Pack, attach
+from lit_seq.pack.scheduler import Pack
 
 PACK_SIZES = (1, 3, 9, 27)
 STEPS = 100
@@ -65,17 +67,8 @@ def _metrics(run_dir: Path) -> dict[str, float]:
 def packed(arg_lists: list[list[str]]) -> Pack:
     """Train the fits of ``arg_lists`` as one pack; the pack (its members' results, stats)."""
     pack = Pack()
-
-    def member(args: list[str]):
-        def main():
-            cli = fit.build_cli(args)
-            attach(pack, cli.model)
-            return fit.run(cli)
-
-        return main
-
     for i, args in enumerate(arg_lists):
-        pack.add(f"member{i}", member(args))
+        pack.add(f"member{i}", functools.partial(packed_fit, pack, args))
     pack.run()
     failed = [m.name for m in pack.members if m.error is not None]
     if failed:
