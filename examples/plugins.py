@@ -11,8 +11,8 @@ Both work from a config file, the command line and as grid axis values (docs/plu
 import torch
 from torch import Tensor, nn
 
-from lit_seq.checks import check_int
 from lit_seq.data import SyntheticDataModule
+from lit_seq.util.checks import check_int
 
 
 class GRUBackbone(nn.Module):

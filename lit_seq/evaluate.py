@@ -7,7 +7,7 @@ The run folder's ``config.yaml`` rebuilds the data module (with the lengths and 
 for) and the checkpoint the system (its own hyperparameters and weights: a run folder's
 best checkpoint unless a file is named). Every test set, the training length and ``k x`` it
 per gen factor, is scored by the system's own metrics (``SequenceSystem.test_metrics_for``,
-``lit_seq.evaluation.score``: what ``metrics.json`` means by the same key); with
+``lit_seq.fit.scoring.score``: what ``metrics.json`` means by the same key); with
 ``--range_eval.max_factor`` the accuracy-vs-length curve too. The result goes to
 ``RUN_DIR/eval-<tag>.json``; ``metrics.json`` (the training record) is never touched.
 
@@ -25,11 +25,11 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from lit_seq.checkpoints import CHECKPOINTS, LAST, CheckpointError, check_fits, read_checkpoint
-from lit_seq.checks import BadInput
-from lit_seq.evaluation import RangeEval, length_curve, past_training_means, score
 from lit_seq.fit import check_config
-from lit_seq.io import atomic_write_json
+from lit_seq.fit.checkpoints import CHECKPOINTS, LAST, CheckpointError, check_fits, read_checkpoint
+from lit_seq.fit.scoring import RangeEval, length_curve, past_training_means, score
+from lit_seq.util.checks import BadInput
+from lit_seq.util.io import atomic_write_json
 
 CONFIG_FILE = "config.yaml"  # in a run folder: written by lit_seq.fit
 

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lit_seq.io import atomic_write_json, read_json
+from lit_seq.util.io import atomic_write_json, read_json
 
 METRICS_FILE = "metrics.json"  # in a run folder
 RECORDS = "records"  # in a grid's output folder
@@ -100,7 +100,7 @@ class RunRecord(FitResult):
     axis_order: list[str] = field(default_factory=list)  # the block's order (files sort keys)
     seed: int = 0
     index: int = 0  # position in the grid: the order of the tables
-    config: str = ""  # base config (``lit_seq.assets.shipped_name``)
+    config: str = ""  # base config (``lit_seq.util.assets.shipped_name``)
     overrides: list[str] = field(default_factory=list)  # fit arguments after --config
     select_axis: str = ""  # the block's select: (lit_seq.ablate.spec.Run)
     select_metric: str = ""

@@ -8,9 +8,9 @@ import yaml
 
 from lit_seq.ablate.grid import check_cells
 from lit_seq.ablate.spec import Run, expand, parse_spec
-from lit_seq.assets import CONFIG_DIR, GRID_DIR
 from lit_seq.fit import cli_main
 from lit_seq.record import FitResult
+from lit_seq.util.assets import CONFIG_DIR, GRID_DIR
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = sorted(CONFIG_DIR.glob("*/*.yaml"))

@@ -166,6 +166,7 @@ def test_memory_section_reports_worker_growth(tmp_path):
     assert math.isfinite(result["rows"][1]["growth"])
 
 
+@pytest.mark.integration
 @pytest.mark.slow
 def test_the_pack_section_compares_packed_and_sequential_runs_of_one_family(tmp_path):
     from lit_seq.bench import pack

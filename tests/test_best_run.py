@@ -7,7 +7,7 @@ reported beside it, and the interval comes from the selected cell's seeds.
 
 import math
 
-from lit_seq.evaluation import past_training_means
+from lit_seq.fit.scoring import past_training_means
 from lit_seq.record import RunRecord
 from lit_seq.results.best import best_markdown, best_table, best_tables
 from lit_seq.results.tables import aggregate_table, runs_table

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from lit_seq.evaluate import evaluate, main
-from lit_seq.evaluation import RangeEval
 from lit_seq.fit import BadInput
+from lit_seq.fit.scoring import RangeEval
 from lit_seq.record import METRICS_FILE
 from tests.helpers import REPO, tiny_fit
 

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from lit_seq.assets import CONFIG_DIR
-from lit_seq.evaluation import RangeEval, score
 from lit_seq.fit import build_cli, run
+from lit_seq.fit.scoring import RangeEval, score
 from lit_seq.systems.metrics import StepAccuracy
+from lit_seq.util.assets import CONFIG_DIR
 from tests.helpers import REPO, TINY, tiny_fit
 
 ECHO_RNN = REPO / "configs" / "echo" / "rnn.yaml"

@@ -7,6 +7,7 @@ from torch import nn
 from lit_seq.models import (
     BACKBONES,
     POS_MODES,
+    BackboneOptions,
     DecoderBlock,
     EncoderBlock,
     RecurrentBackbone,
@@ -27,8 +28,8 @@ def copy_into_torch_mha(ours, ref: nn.MultiheadAttention) -> None:
         ref.out_proj.load_state_dict(ours.out_proj.state_dict())
 
 
-def make_backbone(arch: str, **overrides) -> nn.Module:
-    kwargs = dict(
+def make_backbone(arch: str, *, causal: bool = False, max_len: int = 32, **overrides) -> nn.Module:
+    options = dict(
         d_model=D,
         n_layers=2,
         n_heads=H,
@@ -36,11 +37,10 @@ def make_backbone(arch: str, **overrides) -> nn.Module:
         dropout=0.0,
         pos_mode="sinusoidal",
         residual=True,
-        causal=False,
-        max_len=32,
+        bidirectional=False,
     )
-    kwargs.update(overrides)
-    return build_backbone(arch, **kwargs).eval()
+    options = BackboneOptions(**{**options, **overrides})
+    return build_backbone(arch, options, causal=causal, max_len=max_len).eval()
 
 
 def copy_linear(src: nn.Linear, dst: nn.Linear) -> None:

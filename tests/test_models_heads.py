@@ -6,6 +6,7 @@ import torch
 from lit_seq.models import (
     BACKBONES,
     READOUTS,
+    BackboneOptions,
     PerStepHead,
     Readout,
     SequenceClassifier,
@@ -16,8 +17,8 @@ from lit_seq.models import (
 B, T, D, F_IN, C = 2, 5, 8, 3, 4
 
 
-def make_backbone(arch: str, **overrides):
-    kwargs = dict(
+def make_backbone(arch: str, *, causal: bool = False, **overrides):
+    options = dict(
         d_model=D,
         n_layers=1,
         n_heads=2,
@@ -25,11 +26,10 @@ def make_backbone(arch: str, **overrides):
         dropout=0.0,
         pos_mode="sinusoidal",
         residual=True,
-        causal=False,
-        max_len=16,
+        bidirectional=False,
     )
-    kwargs.update(overrides)
-    return build_backbone(arch, **kwargs)
+    options = BackboneOptions(**{**options, **overrides})
+    return build_backbone(arch, options, causal=causal, max_len=16)
 
 
 def padded_batch():

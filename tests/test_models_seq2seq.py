@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from lit_seq.models import (
     POS_MODES,
     SEQ2SEQ,
+    BackboneOptions,
     TransformerSeq2Seq,
     build_positional,
     build_seq2seq,
@@ -18,9 +19,8 @@ from lit_seq.models.seq2seq import _greedy_loop
 PAD, BOS, EOS, V = 0, 1, 2, 8
 
 
-def make_seq2seq(arch: str, **overrides):
-    kwargs = dict(
-        vocab_size=V,
+def make_seq2seq(arch: str, *, share_embeddings: bool = True, **overrides):
+    options = dict(
         d_model=16,
         n_layers=1,
         n_heads=2,
@@ -28,10 +28,13 @@ def make_seq2seq(arch: str, **overrides):
         dropout=0.0,
         pos_mode="sinusoidal",
         residual=True,
-        max_len=16,
+        bidirectional=False,
     )
-    kwargs.update(overrides)
-    return build_seq2seq(arch, **kwargs).eval()
+    options = BackboneOptions(**{**options, **overrides})
+    model = build_seq2seq(
+        arch, options, vocab_size=V, max_len=16, share_embeddings=share_embeddings
+    )
+    return model.eval()
 
 
 def src_batch():
@@ -114,9 +117,7 @@ def test_greedy_decode_pads_after_each_sequences_eos(monkeypatch, method):
 def random_decoder_case(pos_mode: str, residual: bool, share: bool):
     """An untrained 2-layer model (eval mode, fixed seed) and 6 sources, most padded."""
     torch.manual_seed(0)
-    model = build_seq2seq(
-        "transformer",
-        vocab_size=16,
+    options = BackboneOptions(
         d_model=32,
         n_layers=2,
         n_heads=4,
@@ -124,8 +125,10 @@ def random_decoder_case(pos_mode: str, residual: bool, share: bool):
         dropout=0.1,  # eval mode: must not matter
         pos_mode=pos_mode,
         residual=residual,
-        max_len=32,
-        share_embeddings=share,
+        bidirectional=False,
+    )
+    model = build_seq2seq(
+        "transformer", options, vocab_size=16, max_len=32, share_embeddings=share
     ).eval()
     # Untrained attention is nearly uniform: a no-residual decoder would then hardly
     # depend on its target tokens (logits move by ~1e-6), hiding a cache or position bug.

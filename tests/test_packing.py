@@ -21,11 +21,11 @@ from lit_seq.ablate.grid import load_grid
 from lit_seq.ablate.jobs import GridJob
 from lit_seq.ablate.packing import pack_key, packs
 from lit_seq.ablate.run_one import packed_fit, run_pack_and_record
+from lit_seq.fit.signals import StopOnSignal, fan_out_signals
 from lit_seq.models.unrolled import unrolled
 from lit_seq.pack.scheduler import Pack, _Request
 from lit_seq.pack.stacked import stacked_call
 from lit_seq.record import read_records
-from lit_seq.stop_on_signal import StopOnSignal, fan_out_signals
 from tests.helpers import CONFIG_DIR, REPO, driver, write_grid
 from tests.test_wandb_files import read_runs
 

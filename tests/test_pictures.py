@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from lit_seq.callbacks import attention_figure, class_names, confusion_figure
 from lit_seq.data import SignalData
+from lit_seq.fit.callbacks import attention_figure, class_names, confusion_figure
 from tests.helpers import REPO, tiny_fit
 
 SIGNAL = REPO / "configs" / "signal" / "transformer.yaml"

@@ -6,7 +6,7 @@ import lightning as L
 import pytest
 
 from lit_seq.fit import build_cli
-from lit_seq.progress_bar import ThrottledRichProgressBar
+from lit_seq.fit.progress_bar import ThrottledRichProgressBar
 from tests.helpers import REPO, tiny_fit
 
 ECHO_RNN = REPO / "configs" / "echo" / "rnn.yaml"

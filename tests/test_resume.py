@@ -21,15 +21,15 @@ import pytest
 import torch
 from torch.utils.data import BatchSampler, RandomSampler
 
-from lit_seq.checkpoints import AtomicCheckpointIO
-from lit_seq.csv_log import RunCSVLogger
 from lit_seq.data import TensorDictDataset, batch_loader
 from lit_seq.data.base import EpochBatches
 from lit_seq.fit import BadInput, build_cli, check_config, cli_main, run
-from lit_seq.io import atomic_write_text
+from lit_seq.fit.checkpoints import AtomicCheckpointIO
+from lit_seq.fit.csv_log import RunCSVLogger
+from lit_seq.fit.signals import FitInterrupted
 from lit_seq.record import METRICS_FILE
-from lit_seq.runtime import QUIET_OPENMP
-from lit_seq.stop_on_signal import FitInterrupted
+from lit_seq.util.io import atomic_write_text
+from lit_seq.util.runtime import QUIET_OPENMP
 from tests.helpers import REPO, tiny_fit
 
 ECHO_RNN = REPO / "configs" / "echo" / "rnn.yaml"
@@ -468,8 +468,8 @@ def test_a_second_fit_into_a_folder_in_use_is_refused(tmp_path):
     first = build_cli(args)  # holds the folder until it runs (or is let go)
     with pytest.raises(BadInput, match=rf"is in use by another fit \(pid {os.getpid()}\)"):
         build_cli(args)
-    first.run_lock.close()
-    build_cli(args).run_lock.close()  # free again
+    first.run_lock.release()
+    build_cli(args).run_lock.release()  # free again
 
 
 @pytest.mark.integration
@@ -483,7 +483,7 @@ def test_a_fit_in_another_process_holds_its_folder_until_it_dies(tmp_path):
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
-    build_cli([*EXACT, LONG, f"--run_dir={run_dir}", "--ckpt_path=last"]).run_lock.close()
+    build_cli([*EXACT, LONG, f"--run_dir={run_dir}", "--ckpt_path=last"]).run_lock.release()
 
 
 @pytest.mark.integration

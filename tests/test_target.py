@@ -3,8 +3,8 @@
 import pytest
 
 from lit_seq.fit import BadInput, build_cli, run
+from lit_seq.fit.target import StopAtTarget, Target
 from lit_seq.record import FitResult
-from lit_seq.target import StopAtTarget, Target
 from tests.helpers import REPO
 
 ECHO_RNN = REPO / "configs" / "echo" / "rnn.yaml"  # val acc 1.0 from step 100 of 500

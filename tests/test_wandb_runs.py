@@ -15,9 +15,9 @@ import torch
 from lit_seq.ablate.jobs import GridJob, RayOptions
 from lit_seq.ablate.run_one import run_args, wandb_config
 from lit_seq.fit import build_cli, cli_main, run
-from lit_seq.run_folder import WANDB_ID_FILE
-from lit_seq.stop_on_signal import FitInterrupted
-from lit_seq.tracking import resolve_wandb_mode, wandb_host
+from lit_seq.fit.run_folder import WANDB_ID_FILE
+from lit_seq.fit.signals import FitInterrupted
+from lit_seq.fit.wandb_modes import resolve_wandb_mode, wandb_host
 from tests.helpers import REPO, TINY, driver, echo_rnn_runs, write_grid
 from tests.test_resume import SignalAt, step_of
 from tests.test_wandb_files import read_runs

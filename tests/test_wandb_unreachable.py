@@ -8,9 +8,9 @@ import time
 
 import pytest
 
+from lit_seq.fit.wandb_logger import start_wandb_logger
+from lit_seq.fit.wandb_modes import WANDB_INIT_TIMEOUT_S
 from lit_seq.record import METRICS_FILE
-from lit_seq.tracking import WANDB_INIT_TIMEOUT_S
-from lit_seq.wandb_logger import start_wandb_logger
 from tests.helpers import REPO, tiny_fit
 
 CLOSED_PORT = "http://127.0.0.1:9"  # the discard port: nothing listens there

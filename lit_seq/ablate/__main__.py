@@ -32,10 +32,10 @@ from lit_seq.ablate.run_one import failed_record
 from lit_seq.ablate.selection import resolve
 from lit_seq.ablate.spec import Run
 from lit_seq.ablate.wandb_summary import log_summary
+from lit_seq.fit.wandb_modes import WANDB_MODES, resolve_wandb_mode
 from lit_seq.record import RunRecord, read_records, write_record
 from lit_seq.results.report import build_report
-from lit_seq.runtime import disk_full
-from lit_seq.tracking import WANDB_MODES, resolve_wandb_mode
+from lit_seq.util.runtime import disk_full
 
 EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray}
 
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     finally:
-        lock.close()
+        lock.release()
 
 
 if __name__ == "__main__":

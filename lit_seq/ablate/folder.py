@@ -18,17 +18,17 @@ resolved configuration) is refused, naming those runs; use a new ``--out`` or de
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 from pathlib import Path
 
 import yaml
+from filelock import Timeout, UnixFileLock
 
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.spec import Run
-from lit_seq.io import atomic_write_json, atomic_write_text, read_json
 from lit_seq.record import RECORDS, read_records
+from lit_seq.util.io import atomic_write_json, atomic_write_text, read_json
 
 RUNS = "runs"
 FINGERPRINT = "fingerprint.json"
@@ -124,18 +124,22 @@ def init_out_dir(out_dir: Path, spec: dict, runs: list[Run]) -> None:
     )
 
 
-def lock_out_dir(out_dir: Path):
-    """Create the folder if needed and hold an exclusive lock on it until the returned handle
-    is closed (or this process ends, kill -9 included); BadGrid if another driver holds it,
-    since two drivers would run the same runs. Taken before anything else is written."""
+def lock_out_dir(out_dir: Path) -> UnixFileLock:
+    """Create the folder if needed and hold an exclusive lock on it until the returned lock
+    is released (or this process ends, kill -9 included: flock is let go by the kernel);
+    BadGrid if another driver holds it, since two drivers would run the same runs. Taken
+    before anything else is written."""
+    lock = UnixFileLock(
+        Path(out_dir) / ".lock",
+        blocking=False,  # in use: refuse at once
+        thread_local=False,
+        fallback_to_soft=False,  # a soft lock file would outlive a killed driver
+    )
     try:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
-        handle = open(Path(out_dir) / ".lock", "a")  # noqa: SIM115 - open while the lock is held
+        lock.acquire()
+    except Timeout:
+        raise BadGrid(f"out folder {str(out_dir)!r} is in use by another lit_seq.ablate") from None
     except OSError as err:
         raise BadGrid(f"out folder {str(out_dir)!r} is not writable: {err.strerror}") from None
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        raise BadGrid(f"out folder {str(out_dir)!r} is in use by another lit_seq.ablate") from None
-    return handle
+    return lock

@@ -44,22 +44,33 @@ def cell_args(run: Run) -> list[str]:
     return ["--config", str(config_file(run.config)), *kept]
 
 
-def check_cells(runs: list[Run], where: str) -> list[Run]:
+def _cell_key(run: Run) -> tuple[str, ...]:
+    """What a built cell depends on: its fit arguments and its base config's contents (so a
+    cache of built cells never answers for a config edited since)."""
+    contents = hashlib.sha256(config_file(run.config).read_bytes()).hexdigest()
+    return (*cell_args(run), contents)
+
+
+def check_cells(runs: list[Run], where: str, built: dict | None = None) -> list[Run]:
     """``runs`` with ``task``, ``arch``, ``cost`` and ``digest`` set; BadGrid naming the first
     cell fit refuses. The cost, optimizer steps x layers, orders the starts (``order``); the
     digest, of the cell's resolved configuration and the seed, is the run's identity on resume
-    (``folder.check_out_dir``): an edited base config changes it, a moved checkout does not."""
-    built: dict[tuple[str, ...], dict] = {}
+    (``folder.check_out_dir``): an edited base config changes it, a moved checkout does not.
+
+    Each distinct cell is built once (its seeds share it). ``built``: the cells built so far,
+    filled in here; grids checked together that pass the same dict build a shared cell once.
+    """
+    built = {} if built is None else built
     checked = []
     for run in runs:
-        key = tuple(cell_args(run))
         if not config_file(run.config).is_file():
             raise BadGrid(
                 f"{where}: block {run.block!r}: base config {run.config!r} does not exist"
             )
+        key = _cell_key(run)
         if key not in built:
             try:
-                cli = check_config([*key, f"--seed_everything={run.seed}"])
+                cli = check_config([*cell_args(run), f"--seed_everything={run.seed}"])
             except BadInput as err:
                 raise BadGrid(f"{where}: block {run.block!r}: cell {run.cell}: {err}") from None
             hp, steps = cli.model.hparams, cli.config.trainer.max_steps
@@ -91,7 +102,8 @@ def check_cells(runs: list[Run], where: str) -> list[Run]:
     return checked
 
 
-def load_grid(path: Path) -> tuple[dict, list[Run]]:
-    """Load, validate and expand a grid file, then check each distinct cell by building it."""
+def load_grid(path: Path, built: dict | None = None) -> tuple[dict, list[Run]]:
+    """Load, validate and expand a grid file, then check each distinct cell by building it
+    (``built``: as for :func:`check_cells`)."""
     spec = load_spec(path)
-    return spec, check_cells(expand(spec), Path(path).name)
+    return spec, check_cells(expand(spec), Path(path).name, built)

@@ -27,7 +27,7 @@ from lit_seq.ablate.packing import packs
 from lit_seq.ablate.run_one import failed_record, run_and_record, run_pack_and_record
 from lit_seq.ablate.spec import Run
 from lit_seq.record import RunRecord, read_record, record_path, write_record
-from lit_seq.runtime import QUIET_OPENMP, cpu_count, disk_full, gpu_devices, use_threads
+from lit_seq.util.runtime import QUIET_OPENMP, cpu_count, disk_full, gpu_devices, use_threads
 
 # Workers that die before taking any run consume nothing, so a machine where workers cannot
 # start at all (a broken install, no memory) would restart them forever. After this many
@@ -234,7 +234,7 @@ def run_local(runs: list[Run], job: GridJob, on_start: OnStart, on_record: OnRec
         return
     device = "cuda" if gpu_devices() else "cpu"
     units = packs(runs, job.pack, device)
-    # the workers inherit this before their torch loads OpenMP (see lit_seq.runtime)
+    # the workers inherit this before their torch loads OpenMP (see lit_seq.util.runtime)
     for key, value in QUIET_OPENMP.items():
         os.environ.setdefault(key, value)
     LocalPool(units, job, on_start, on_record).run()

@@ -25,9 +25,9 @@ import os
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.jobs import GridJob, OnRecord, OnStart, RayOptions
 from lit_seq.ablate.spec import Run
-from lit_seq.errors import error_line
 from lit_seq.record import RunRecord, write_record
-from lit_seq.runtime import QUIET_OPENMP, cpu_count, use_threads
+from lit_seq.util.errors import error_line
+from lit_seq.util.runtime import QUIET_OPENMP, cpu_count, use_threads
 
 INSTALL_HINT = "executor 'ray' needs the ray extra: pip install -e '.[ray]'"
 MAX_RETRIES = 2  # reruns of a task whose worker process or node died (a failed run is a result)
@@ -129,7 +129,7 @@ def _check_fits(ray, num_cpus: float, num_gpus: float, local: bool) -> None:
 def _task_env() -> dict[str, str]:
     """What a run needs from the driver's environment on any node: quiet OpenMP, W&B settings."""
     env = {k: v for k, v in os.environ.items() if k.startswith("WANDB_") and k not in SECRET_ENV}
-    # spinning OpenMP threads make a busy machine crawl (see lit_seq.runtime)
+    # spinning OpenMP threads make a busy machine crawl (see lit_seq.util.runtime)
     env.update({k: os.environ.get(k, v) for k, v in QUIET_OPENMP.items()})
     return env
 

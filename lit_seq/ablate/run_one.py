@@ -7,12 +7,11 @@ handled inside the fit (offline instead of online, or no W&B) and shows as the r
 warning.
 :func:`run_and_record` adds the run's log file and writes the record, so a result is on
 disk before anyone is told about it; :func:`run_pack_and_record` does the same for each
-member of a pack of runs trained together (``lit_seq.pack``).
+member of a pack of runs trained together as one population (``lit_seq.population``).
 """
 
 import contextlib
 import dataclasses
-import functools
 import json
 import os
 import shutil
@@ -27,11 +26,10 @@ from lit_seq import fit
 from lit_seq.ablate.folder import run_dir
 from lit_seq.ablate.jobs import GridJob
 from lit_seq.ablate.spec import Run, config_file
-from lit_seq.errors import error_line
-from lit_seq.pack.scheduler import Member, Pack, attach
+from lit_seq.fit.wandb_modes import WANDB_TAG_LIMIT
+from lit_seq.population.train import fit_population
 from lit_seq.record import RunRecord, diverged_loss, format_value, write_record
-from lit_seq.stop_on_signal import fan_out_signals
-from lit_seq.tracking import WANDB_TAG_LIMIT
+from lit_seq.util.errors import error_line
 
 LOGS = "logs"
 # the driver owns the console; each run's own output goes to logs/<run_id>.log
@@ -112,27 +110,36 @@ def execute_run(
 
     The run folder is wiped first: anything in it is the leftover of an interrupted attempt.
     An exception gives status ``failed`` with the error as one line (traceback on stderr).
-    ``train``: what fits the run's arguments (default ``fit.cli_main``; a packed fit for the
-    members of a pack).
+    ``train``: what fits the run's arguments (default ``fit.cli_main``).
     """
     started = time.perf_counter()
     record = base_record(run, job, worker)
     shutil.rmtree(record.run_dir, ignore_errors=True)
     try:
-        result = (train or fit.cli_main)(run_args(run, job))
-        error = _diverged(result.metrics)
-        warning = f"W&B: {result.wandb_error}"
-        record = dataclasses.replace(
-            record,
-            **result.to_json(),
-            status="failed" if error else "ok",
-            error=error,
-            warning=warning if result.wandb_error else "",
-        )
+        outcome = (train or fit.cli_main)(run_args(run, job))
     except (Exception, SystemExit) as err:
         traceback.print_exc()
-        record = dataclasses.replace(record, error=error_line(err))
-    record.wall_seconds = round(time.perf_counter() - started, 3)
+        outcome = err
+    return _finished(record, outcome, time.perf_counter() - started)
+
+
+def _finished(
+    record: RunRecord, outcome: fit.FitResult | BaseException, seconds: float
+) -> RunRecord:
+    """``record`` completed by what its fit gave: its result, or the error it failed with."""
+    if isinstance(outcome, BaseException):
+        record = dataclasses.replace(record, error=error_line(outcome))
+    else:
+        error = _diverged(outcome.metrics)
+        warning = f"W&B: {outcome.wandb_error}"
+        record = dataclasses.replace(
+            record,
+            **outcome.to_json(),
+            status="failed" if error else "ok",
+            error=error,
+            warning=warning if outcome.wandb_error else "",
+        )
+    record.wall_seconds = round(seconds, 3)
     record.finished_at = _now()
     return record
 
@@ -173,38 +180,26 @@ def run_and_record(run: Run, job: GridJob, worker: str = "") -> RunRecord:
     return record
 
 
-def packed_fit(pack: Pack, args: list[str]) -> fit.FitResult:
-    """``fit.cli_main(args)`` as a member of ``pack``: built, attached to the pack, run."""
-    cli = fit.build_cli(args)
-    attach(pack, cli.model)
-    return fit.run(cli)
-
-
 def run_pack_and_record(
     runs: list[Run], job: GridJob, worker: str, on_record: Callable[[RunRecord], None]
 ) -> None:
-    """Train ``runs`` as one pack (``lit_seq.pack``): each member is the fit it would be
-    alone, with its own log file, and its record is written, then handed to ``on_record``, as
-    it finishes; the others go on. Raises only if a record cannot be written."""
-    pack = Pack()
-
-    def member(run: Run, log: Path) -> Callable[[], RunRecord]:
-        def main() -> RunRecord:
-            record = execute_run(run, job, worker, train=functools.partial(packed_fit, pack))
-            record.log, record.pack_size = str(log), len(runs)
-            write_record(job.out_dir, record)
-            return record
-
-        return main
-
-    for run in runs:
-        log = Path(job.out_dir) / LOGS / f"{run.run_id}.log"
-        pack.add(run.run_id, member(run, log), log)
-
-    def done(finished: Member) -> None:
-        if finished.error is not None:  # its record could not be written
-            raise finished.error
-        on_record(finished.result)
-
-    with fan_out_signals():
-        pack.run(on_done=done)
+    """Train ``runs`` as one population (``lit_seq.population``): each member is recorded as
+    the run it is, its record written, then handed to ``on_record``. The pack's output goes to
+    one log file (``logs/<first run_id>.pack.log``), which every member's record names."""
+    started = time.perf_counter()
+    records = [base_record(run, job, worker) for run in runs]
+    for record in records:  # leftovers of an interrupted attempt
+        shutil.rmtree(record.run_dir, ignore_errors=True)
+    log = Path(job.out_dir) / LOGS / f"{runs[0].run_id}.pack.log"
+    with output_to(log):
+        try:
+            outcomes = fit_population([run_args(run, job) for run in runs])
+        except (Exception, SystemExit) as err:  # nothing trained: every member fails with it
+            traceback.print_exc()
+            outcomes = [err] * len(runs)
+    seconds = time.perf_counter() - started
+    for record, outcome in zip(records, outcomes, strict=True):
+        done = _finished(record, outcome, seconds)
+        done.log, done.pack_size = str(log), len(runs)
+        write_record(job.out_dir, done)
+        on_record(done)

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from lit_seq.ablate.axes import AXES, config_path
 from lit_seq.ablate.common import BadGrid
-from lit_seq.assets import CONFIG_DIR, config_file, find_file, shipped_name
 from lit_seq.record import format_value
-from lit_seq.safe_yaml import YamlError, load_yaml
+from lit_seq.util.assets import CONFIG_DIR, config_file, find_file, shipped_name
+from lit_seq.util.safe_yaml import YamlError, load_yaml
 
 GRID_KEYS = ("name", "description", "seeds", "overrides", "blocks", "ray")
 BLOCK_KEYS = ("name", "config", "axes", "overrides", "select")
@@ -142,7 +142,7 @@ def _check_tasks(values: list, where: str) -> None:
 
 
 def resolve_config(value: object, where: str) -> str:
-    """A block's ``config:`` as stored (:func:`lit_seq.assets.shipped_name`)."""
+    """A block's ``config:`` as stored (:func:`lit_seq.util.assets.shipped_name`)."""
     if not isinstance(value, str) or not value:
         raise BadGrid(f"{where}: config must be a path to a YAML file, got {value!r}")
     found = find_file(value)

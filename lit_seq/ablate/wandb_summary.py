@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 from rich.console import Console
 
-from lit_seq.io import atomic_write_json, read_json
 from lit_seq.record import read_records
+from lit_seq.util.io import atomic_write_json, read_json
 
 SUMMARY_MARKER = "wandb_summary.json"  # in the grid folder: what the last summary run showed
 
@@ -99,7 +99,7 @@ def _log_run(
     try:
         import wandb
 
-        from lit_seq.tracking import WANDB_INIT_TIMEOUT_S, wandb_run_path
+        from lit_seq.fit.wandb_modes import WANDB_INIT_TIMEOUT_S, wandb_run_path
 
         run = wandb.init(
             project=project,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from lit_seq.assets import CONFIG_DIR
+from lit_seq.util.assets import CONFIG_DIR
 
 ARCHS = ("transformer", "rnn", "lstm")
 # the tasks the speed sections time (those of the matrix grid), whatever else is registered

@@ -9,8 +9,8 @@ import json
 import time
 from pathlib import Path
 
-from lit_seq.assets import GRID_DIR, shipped_name
 from lit_seq.bench.common import NO_WANDB, log, output_tail, run_module
+from lit_seq.util.assets import GRID_DIR, shipped_name
 
 TARGET = 0.8
 

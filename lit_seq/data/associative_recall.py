@@ -4,8 +4,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from lit_seq.checks import check_float, check_int
 from lit_seq.data.base import SyntheticDataModule
+from lit_seq.util.checks import check_float, check_int
 
 
 def recall_sequences(

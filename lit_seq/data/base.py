@@ -17,7 +17,6 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
-from lit_seq.checks import check_int
 from lit_seq.data.loaders import (  # re-exported: the loader pieces every task shares
     EpochBatches,
     GroupedTensorDicts,
@@ -25,6 +24,7 @@ from lit_seq.data.loaders import (  # re-exported: the loader pieces every task 
     TensorDictDataset,
     batch_loader,
 )
+from lit_seq.util.checks import check_int
 
 __all__ = [
     "EpochBatches",

@@ -3,9 +3,9 @@
 import torch
 from torch import Tensor
 
-from lit_seq.checks import check_int
 from lit_seq.data.base import SyntheticDataModule
 from lit_seq.data.start_marker import add_start_marker
+from lit_seq.util.checks import check_int
 
 # Which fixed-length split a training-length sequence belongs to: a hash of its bits, 0..7.
 HELD_OUT = {"test": 0, "val": 1}  # 1/8 of the sequences each; training gets the other 6/8

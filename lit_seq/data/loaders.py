@@ -229,7 +229,7 @@ def batch_loader(
     `groups` (sizes of consecutive index groups, e.g. a :class:`GroupedTensorDicts`'s
     ``sizes``) keeps every batch inside one group.
     """
-    batches = EpochBatches(len(dataset), batch_size, shuffle, seed, groups=groups)
+    batches = EpochBatches(len(dataset), batch_size, shuffle=shuffle, seed=seed, groups=groups)
     own_rng = torch.Generator().manual_seed(seed)
     return ResumableLoader(
         dataset, batch_size=None, sampler=batches, num_workers=0, generator=own_rng

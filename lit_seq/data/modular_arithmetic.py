@@ -4,8 +4,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from lit_seq.checks import check_int
 from lit_seq.data.base import SyntheticDataModule
+from lit_seq.util.checks import check_int
 
 # Operator tokens follow the residues 0 .. modulus - 1, in Delétang's order (OP_BY_CHARACTER).
 PLUS, MINUS, TIMES, BLANK = 0, 1, 2, 3  # offsets from `modulus`: '+', '-', '*', '_'

@@ -3,9 +3,9 @@
 import torch
 from torch import Tensor
 
-from lit_seq.checks import check_int
 from lit_seq.data.base import SyntheticDataModule
 from lit_seq.data.start_marker import add_start_marker
+from lit_seq.util.checks import check_int
 
 
 def parity_sum_targets(values: Tensor) -> Tensor:

@@ -3,8 +3,8 @@
 import torch
 from torch import Tensor
 
-from lit_seq.checks import check_int
 from lit_seq.data.base import SyntheticDataModule
+from lit_seq.util.checks import check_int
 
 PAD, BOS, EOS = 0, 1, 2
 N_SPECIAL = 3  # ordinary symbols start after the special tokens

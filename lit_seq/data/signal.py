@@ -5,8 +5,8 @@ import math
 import torch
 from torch import Tensor
 
-from lit_seq.checks import check_int
 from lit_seq.data.base import SyntheticDataModule
+from lit_seq.util.checks import check_int
 
 
 def sine_waves(freq: Tensor, phase: Tensor, length: int, window: int) -> Tensor:

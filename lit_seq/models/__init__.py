@@ -1,12 +1,13 @@
 """Plain ``nn.Module`` networks (no Lightning here): backbones, heads, seq2seq models.
 
 Registries map an ``arch`` name to a constructor; the builders pass each
-constructor only the arguments it takes, so one flat set of options (the CLI's)
-builds any architecture.
+constructor only the arguments it takes, so one set of options (the CLI's, as one
+``BackboneOptions``) builds any architecture.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import inspect
@@ -14,11 +15,12 @@ from collections.abc import Callable
 
 from torch import nn
 
-from lit_seq.checks import check_choice
+from lit_seq.util.checks import check_choice
 
 from .alibi import ALiBiBias, alibi_slopes
 from .attention import AttentionPositions, MultiHeadAttention, PositionalEncoding, causal_mask
 from .heads import PerStepHead, SequenceClassifier
+from .options import BackboneOptions
 from .positional import (
     POS_MODES,
     LearnablePositionalEncoding,
@@ -47,42 +49,35 @@ SEQ2SEQ: dict[str, Callable[..., nn.Module]] = {
 }
 
 
-def build_backbone(
-    arch: str,
-    *,
-    d_model: int,
-    n_layers: int,
-    n_heads: int,
-    d_ff: int | None,
-    dropout: float,
-    pos_mode: str,
-    residual: bool,
-    causal: bool,
-    max_len: int,
-    bidirectional: bool = False,
-) -> nn.Module:
+def build_backbone(arch: str, options: BackboneOptions, *, causal: bool, max_len: int) -> nn.Module:
     """Build the (B, T, d) -> (B, T, d) backbone named ``arch`` (a key of ``BACKBONES``).
 
-    The transformer ignores ``bidirectional``; rnn/lstm ignore ``n_heads``, ``d_ff``,
+    ``max_len`` is the longest sequence it reads (sizes the transformer's positional table).
+    The transformer ignores ``options.bidirectional``; rnn/lstm ignore ``n_heads``, ``d_ff``,
     ``pos_mode``, ``residual`` and ``max_len`` (so those are not validated for them).
     """
     check_choice("arch", arch, BACKBONES)
-    kwargs = dict(d_model=d_model, n_layers=n_layers, dropout=dropout, causal=causal)
+    o = options
+    kwargs = dict(d_model=o.d_model, n_layers=o.n_layers, dropout=o.dropout, causal=causal)
     if arch == "transformer":
-        kwargs.update(n_heads=n_heads, d_ff=d_ff, pos_mode=pos_mode, residual=residual)
+        kwargs.update(n_heads=o.n_heads, d_ff=o.d_ff, pos_mode=o.pos_mode, residual=o.residual)
         kwargs.update(max_len=max_len)
     else:
-        kwargs.update(bidirectional=bidirectional)
+        kwargs.update(bidirectional=o.bidirectional)
     return BACKBONES[arch](**kwargs)
 
 
-def build_plugin_backbone(path: str, **options) -> nn.Module:
+def build_plugin_backbone(
+    path: str, options: BackboneOptions, *, causal: bool, max_len: int
+) -> nn.Module:
     """A user's own backbone, the ``nn.Module`` class at import path ``path``
-    (``package.module.Class``), built with those of ``options`` its ``__init__`` takes.
+    (``package.module.Class``), built with those of ``options``, ``causal`` and ``max_len``
+    that its ``__init__`` takes (all of them when it takes ``**kwargs``).
 
     The plug-in hook that needs no edit here: the class maps (B, T, d) -> (B, T, d), takes
-    ``causal`` (and any of d_model, n_layers, n_heads, d_ff, dropout, max_len, bidirectional)
-    and its ``forward`` an optional (B, T) padding mask (True at padding).
+    ``causal`` (and any of d_model, n_layers, n_heads, d_ff, dropout, pos_mode, residual,
+    max_len, bidirectional) and its ``forward`` an optional (B, T) padding mask (True at
+    padding).
     """
     module_name, _, class_name = path.rpartition(".")
     try:
@@ -94,35 +89,33 @@ def build_plugin_backbone(path: str, **options) -> nn.Module:
     takes = inspect.signature(cls).parameters
     if "causal" not in takes:
         raise ValueError(f"backbone={path!r} must take a causal argument (True: no peeking)")
+    offered = {**dataclasses.asdict(options), "causal": causal, "max_len": max_len}
     if any(p.kind is p.VAR_KEYWORD for p in takes.values()):
-        return cls(**options)
-    return cls(**{k: v for k, v in options.items() if k in takes})
+        return cls(**offered)
+    return cls(**{k: v for k, v in offered.items() if k in takes})
 
 
 def build_seq2seq(
     arch: str,
+    options: BackboneOptions,
     *,
     vocab_size: int,
-    d_model: int,
-    n_layers: int,
-    n_heads: int,
-    d_ff: int | None,
-    dropout: float,
-    pos_mode: str,
-    residual: bool,
     max_len: int,
     share_embeddings: bool = True,
     pad_id: int = 0,
 ) -> nn.Module:
     """Build the encoder-decoder named ``arch`` (a key of ``SEQ2SEQ``).
 
-    rnn/lstm ignore ``n_heads``, ``d_ff``, ``pos_mode``, ``residual`` and ``max_len``.
+    ``max_len`` is the longest source, and the longest target including BOS. Both ignore
+    ``options.bidirectional``; rnn/lstm ignore ``n_heads``, ``d_ff``, ``pos_mode``,
+    ``residual`` and ``max_len``.
     """
     check_choice("arch", arch, SEQ2SEQ)
-    kwargs = dict(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, dropout=dropout)
+    o = options
+    kwargs = dict(vocab_size=vocab_size, d_model=o.d_model, n_layers=o.n_layers, dropout=o.dropout)
     kwargs.update(share_embeddings=share_embeddings, pad_id=pad_id)
     if arch == "transformer":
-        kwargs.update(n_heads=n_heads, d_ff=d_ff, pos_mode=pos_mode, residual=residual)
+        kwargs.update(n_heads=o.n_heads, d_ff=o.d_ff, pos_mode=o.pos_mode, residual=o.residual)
         kwargs.update(max_len=max_len)
     return SEQ2SEQ[arch](**kwargs)
 
@@ -140,6 +133,7 @@ __all__ = [
     "SEQ2SEQ",
     "ALiBiBias",
     "AttentionPositions",
+    "BackboneOptions",
     "DecoderBlock",
     "EncoderBlock",
     "FeedForward",

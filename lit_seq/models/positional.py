@@ -23,7 +23,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from lit_seq.checks import check_choice
+from lit_seq.util.checks import check_choice
 
 from .alibi import ALiBiBias
 from .attention import PositionalEncoding
@@ -95,7 +95,7 @@ class SinusoidalPositionalEncoding(PositionalEncoding):
         A non-zero ``offset`` is for incremental decoding, where x holds only the newest
         positions of a longer sequence; ``positions`` (T,) long picks any rows instead.
         """
-        return x + _table_rows(x, self.pe, offset, positions).to(x.dtype)
+        return x + _table_rows(x, self.pe, offset, positions=positions).to(x.dtype)
 
 
 class LearnablePositionalEncoding(PositionalEncoding):
@@ -125,7 +125,7 @@ class LearnablePositionalEncoding(PositionalEncoding):
     def forward(self, x: Tensor, offset: int = 0, *, positions: Tensor | None = None) -> Tensor:
         """Add the learned table: (B, T, d) -> (B, T, d), positions from ``offset`` on
         (or the rows ``positions`` (T,) long)."""
-        return x + _table_rows(x, self.pe, offset, positions)
+        return x + _table_rows(x, self.pe, offset, positions=positions)
 
 
 class NoPositionalEncoding(PositionalEncoding):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from lit_seq.checks import check_choice
+from lit_seq.util.checks import check_choice
 
 READOUTS = ("mean", "cls", "last")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from lit_seq.checks import check_choice
 from lit_seq.models.unrolled import unrolled, unrolling
+from lit_seq.util.checks import check_choice
 
 CELLS = ("rnn", "lstm")
 
@@ -67,7 +67,7 @@ class RecurrentBackbone(nn.Module):
         self.cell = self.arch = cell  # arch: its key in BACKBONES
         self.causal = causal
         self.bidirectional = bidirectional
-        self.rnn = make_rnn(cell, d_model, n_layers, dropout, bidirectional)
+        self.rnn = make_rnn(cell, d_model, n_layers, dropout=dropout, bidirectional=bidirectional)
         self.proj = nn.Linear(2 * d_model, d_model) if bidirectional else nn.Identity()
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:

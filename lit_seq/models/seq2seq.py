@@ -109,12 +109,21 @@ class TransformerSeq2Seq(nn.Module):
             vocab_size, d_model, share_embeddings
         )
         self.encoder = TransformerBackbone(
-            d_model, n_layers, n_heads, d_ff, dropout, pos_mode, residual, False, max_len
+            d_model=d_model,
+            n_layers=n_layers,
+            n_heads=n_heads,
+            d_ff=d_ff,
+            dropout=dropout,
+            pos_mode=pos_mode,
+            residual=residual,
+            causal=False,  # the encoder reads the whole source
+            max_len=max_len,
         )
         self.tgt_pos = build_positional(pos_mode, d_model, max_len, n_heads=n_heads, causal=True)
         self.drop = nn.Dropout(dropout)
         self.decoder = nn.ModuleList(
-            DecoderBlock(d_model, n_heads, d_ff, dropout, residual) for _ in range(n_layers)
+            DecoderBlock(d_model, n_heads, d_ff, dropout=dropout, residual=residual)
+            for _ in range(n_layers)
         )
         self.ln_f = nn.LayerNorm(d_model)
 
@@ -163,7 +172,10 @@ class TransformerSeq2Seq(nn.Module):
         positions gives the same logits.
         """
         positions = self.tgt_pos.positions(capacity, device=memory.device)  # (capacity,)
-        return [block.init_cache(memory, src_pad, capacity, positions) for block in self.decoder]
+        return [
+            block.init_cache(memory, src_pad, capacity, positions=positions)
+            for block in self.decoder
+        ]
 
     def decode_step(self, tokens: Tensor, caches: list[DecoderCache]) -> Tensor:
         """Incremental decoder pass: the newest tokens (B, 1) -> next-token logits (B, V).
@@ -256,8 +268,8 @@ class RecurrentSeq2Seq(nn.Module):
         self.src_embed, self.tgt_embed, self.output = _embeddings(
             vocab_size, d_model, share_embeddings
         )
-        self.encoder = make_rnn(cell, d_model, n_layers, dropout)
-        self.decoder = make_rnn(cell, d_model, n_layers, dropout)
+        self.encoder = make_rnn(cell, d_model, n_layers, dropout=dropout)
+        self.decoder = make_rnn(cell, d_model, n_layers, dropout=dropout)
         self.drop = nn.Dropout(dropout)
 
     def encode(self, src: Tensor) -> Tensor | tuple[Tensor, Tensor]:

@@ -179,7 +179,13 @@ class DecoderBlock(nn.Module):
         memory_k, memory_v = self.cross_attn.project_kv(memory)
         if positions is None:
             positions = torch.arange(capacity, device=memory.device)
-        return DecoderCache(memory_k, memory_v, memory_padding_mask, KVCache(capacity), positions)
+        return DecoderCache(
+            memory_k=memory_k,
+            memory_v=memory_v,
+            memory_padding_mask=memory_padding_mask,
+            self_kv=KVCache(capacity),
+            positions=positions,
+        )
 
     def step(
         self, x: Tensor, cache: DecoderCache, encoding: PositionalEncoding | None = None
@@ -254,7 +260,8 @@ class TransformerBackbone(nn.Module):
         self.pos = build_positional(pos_mode, d_model, max_len, n_heads=n_heads, causal=causal)
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            EncoderBlock(d_model, n_heads, d_ff, dropout, residual) for _ in range(n_layers)
+            EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, residual=residual)
+            for _ in range(n_layers)
         )
         self.ln_f = nn.LayerNorm(d_model)
 

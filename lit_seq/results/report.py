@@ -5,11 +5,11 @@ from pathlib import Path
 import pandas as pd
 from rich.console import Console
 
-from lit_seq.io import atomic_write_text
 from lit_seq.record import RECORDS, read_records
 from lit_seq.results.best import best_markdown, best_tables
 from lit_seq.results.plots import write_plots
 from lit_seq.results.tables import aggregate_table, print_aggregate, runs_table, write_tables
+from lit_seq.util.io import atomic_write_text
 
 
 class NoRecords(ValueError):

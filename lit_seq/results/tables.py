@@ -24,11 +24,11 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from lit_seq.io import atomic_write_text
 from lit_seq.record import RunRecord, format_value
 from lit_seq.results.markdown import markdown_cell, markdown_table
 from lit_seq.results.selection import choose_value, lower_is_better
 from lit_seq.results.stats import success_rate, t_interval
+from lit_seq.util.io import atomic_write_text
 
 ID_COLUMNS = ["run_id", "block", "cell", "task", "arch"]
 RUN_COLUMNS = ["seed", "main_metric", "params", "train_length", "steps", "train_seconds"]

@@ -15,16 +15,17 @@ import torch
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
-from lit_seq.checks import check_choice, check_float, check_int
 from lit_seq.models import (
     BACKBONES,
     POS_MODES,
+    BackboneOptions,
     build_backbone,
     build_plugin_backbone,
     count_parameters,
 )
 from lit_seq.systems.metrics import StepAccuracy
 from lit_seq.systems.schedules import SCHEDULES, schedule_factor
+from lit_seq.util.checks import check_choice, check_float, check_int
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
 
@@ -105,7 +106,7 @@ class SequenceSystem(L.LightningModule):
             check_int(name, value, 1)
         if d_ff is not None:
             check_int("d_ff", d_ff, 1, allowed=">= 1 (or null for 4 * d_model)")
-        check_float("dropout", dropout, 0.0, 1.0, high_open=True)
+        check_float("dropout", dropout, 0.0, maximum=1.0, high_open=True)
         check_float("lr", lr, 0.0, low_open=True)
         check_float("weight_decay", weight_decay, 0.0)
         check_int("warmup_steps", warmup_steps, 0)
@@ -119,6 +120,17 @@ class SequenceSystem(L.LightningModule):
             raise ValueError(f"backbone={backbone!r}: seq2seq takes an encoder-decoder arch only")
         # collects the subclass's arguments too: it walks up the chain of __init__ frames
         self.save_hyperparameters()
+        # what every network builder takes, as one typed value (make_backbone, Seq2Seq)
+        self.backbone_options = BackboneOptions(
+            d_model=d_model,
+            n_layers=n_layers,
+            n_heads=n_heads,
+            d_ff=d_ff,
+            dropout=dropout,
+            pos_mode=pos_mode,
+            residual=residual,
+            bidirectional=bidirectional,
+        )
         self.val_metrics = self.build_metrics().clone(prefix="val/")
         # one metric collection per test set, created in setup() once the data is known
         self.test_metrics = nn.ModuleDict()
@@ -138,23 +150,15 @@ class SequenceSystem(L.LightningModule):
 
     # -- helpers for subclasses ----------------------------------------------------------
 
-    def backbone_options(self) -> dict:
-        """The options every backbone builder shares (as given to this system)."""
-        hp = self.hparams
-        names = ("d_model", "n_layers", "n_heads", "d_ff", "dropout", "pos_mode", "residual")
-        return {name: hp[name] for name in names}
-
     def make_backbone(self, causal: bool, extra_positions: int = 0) -> nn.Module:
         """The configured backbone; ``extra_positions`` are tokens the network prepends."""
         hp = self.hparams
-        build = build_backbone if not hp.get("backbone") else build_plugin_backbone
-        return build(
-            hp.get("backbone") or hp.arch,
-            **self.backbone_options(),
-            causal=causal,
-            max_len=hp.max_len + extra_positions,
-            bidirectional=hp.bidirectional,
-        )
+        max_len = hp.max_len + extra_positions
+        if hp.get("backbone"):
+            return build_plugin_backbone(
+                hp.backbone, self.backbone_options, causal=causal, max_len=max_len
+            )
+        return build_backbone(hp.arch, self.backbone_options, causal=causal, max_len=max_len)
 
     @property
     def arch_name(self) -> str:

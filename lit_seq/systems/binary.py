@@ -6,7 +6,7 @@ from torchmetrics import MetricCollection
 
 from lit_seq.models import PerStepHead
 from lit_seq.systems.base import SequenceSystem
-from lit_seq.systems.metrics import SequenceExactMatch, StepAccuracy
+from lit_seq.systems.metrics import SequenceExactMatch, StepAccuracy, masked_mean
 
 
 class StepBinary(SequenceSystem):
@@ -55,9 +55,10 @@ class StepBinary(SequenceSystem):
 
     def loss(self, batch: dict[str, Tensor]) -> Tensor:
         logits, mask = self(batch["x"]), batch["mask"]
-        return F.binary_cross_entropy_with_logits(logits[mask], batch["y"][mask])
+        per_step = F.binary_cross_entropy_with_logits(logits, batch["y"], reduction="none")
+        return masked_mean(per_step, mask)
 
     def evaluate(self, batch: dict[str, Tensor], metrics: MetricCollection) -> Tensor:
         logits, y, mask = self(batch["x"]), batch["y"], batch["mask"]
         metrics.update((logits > 0).to(y.dtype), y, mask=mask)
-        return F.binary_cross_entropy_with_logits(logits[mask], y[mask])
+        return masked_mean(F.binary_cross_entropy_with_logits(logits, y, reduction="none"), mask)

@@ -68,3 +68,13 @@ class SequenceExactMatch(_Fraction):
         row_ok = ((preds == target) | ~mask).all(dim=1)  # (B,)
         self.correct += row_ok.sum()
         self.total += row_ok.numel()
+
+
+def masked_mean(values: Tensor, mask: Tensor) -> Tensor:
+    """Mean of ``values`` over the positions where ``mask`` is True (same shapes).
+
+    The mean of ``values[mask]``, written without boolean indexing (whose output shape
+    depends on the data), so that a population can ``vmap`` it over its members.
+    """
+    mask = mask.to(values.dtype)
+    return (values * mask).sum() / mask.sum()

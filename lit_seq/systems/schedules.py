@@ -7,7 +7,7 @@ and the schedules stay comparable across model widths.
 import math
 from collections.abc import Callable
 
-from lit_seq.checks import check_choice
+from lit_seq.util.checks import check_choice
 
 SCHEDULES = ("noam", "cosine", "constant")
 

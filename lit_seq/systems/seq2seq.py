@@ -36,8 +36,8 @@ class Seq2Seq(SequenceSystem):
         hp = self.hparams
         self.net = build_seq2seq(
             hp.arch,
+            self.backbone_options,
             vocab_size=hp.in_features,
-            **self.backbone_options(),
             max_len=hp.max_len,
             share_embeddings=share_embeddings,
             pad_id=PAD,

@@ -6,7 +6,7 @@ from torchmetrics import MetricCollection
 
 from lit_seq.models import PerStepHead
 from lit_seq.systems.base import SequenceSystem
-from lit_seq.systems.metrics import SequenceExactMatch, StepAccuracy
+from lit_seq.systems.metrics import SequenceExactMatch, StepAccuracy, masked_mean
 
 
 class StepClassification(SequenceSystem):
@@ -55,9 +55,10 @@ class StepClassification(SequenceSystem):
 
     def loss(self, batch: dict[str, Tensor]) -> Tensor:
         logits, mask = self(batch["x"]), batch["mask"]
-        return F.cross_entropy(logits[mask], batch["y"][mask])  # (M, C) vs (M,)
+        per_step = F.cross_entropy(logits.transpose(1, 2), batch["y"], reduction="none")  # (B, T)
+        return masked_mean(per_step, mask)
 
     def evaluate(self, batch: dict[str, Tensor], metrics: MetricCollection) -> Tensor:
         logits, y, mask = self(batch["x"]), batch["y"], batch["mask"]
         metrics.update(logits.argmax(dim=-1), y, mask=mask)
-        return F.cross_entropy(logits[mask], y[mask])
+        return masked_mean(F.cross_entropy(logits.transpose(1, 2), y, reduction="none"), mask)

@@ -17,7 +17,7 @@ from lightning.pytorch.loggers import CSVLogger
 from lightning.pytorch.loggers.csv_logs import ExperimentWriter
 from lightning.pytorch.loggers.logger import rank_zero_experiment
 
-from lit_seq.io import atomic_write_text
+from lit_seq.util.io import atomic_write_text
 
 
 def _step(row: dict) -> int | None:

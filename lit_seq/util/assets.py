@@ -9,7 +9,7 @@ the commands in the README work from any folder.
 
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # lit_seq/
 CONFIG_DIR = PACKAGE_DIR / "configs"
 GRID_DIR = PACKAGE_DIR / "ablations"
 DEFAULT_CONFIG = CONFIG_DIR / "signal" / "transformer.yaml"

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlparse
 
-from lit_seq.checks import check_choice
+from lit_seq.util.checks import check_choice
 
 WANDB_MODES = ("auto", "online", "offline", "off")
 WANDB_TAG_LIMIT = 64  # characters: W&B refuses a longer tag

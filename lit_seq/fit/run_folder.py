@@ -9,24 +9,26 @@ and a resume of a finished run that has nothing left to train is refused.
 """
 
 import contextlib
-import fcntl
 import os
 import secrets
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from lit_seq.checkpoints import (
+from filelock import Timeout, UnixFileLock
+
+from lit_seq.fit.checkpoints import (
     CHECKPOINTS,
     CheckpointError,
     Resume,
     checked_checkpoint,
     resume_checkpoint,
 )
-from lit_seq.checks import BadInput
-from lit_seq.io import atomic_write_text
 from lit_seq.record import METRICS_FILE
 from lit_seq.systems import SequenceSystem
+from lit_seq.util.checks import BadInput
+from lit_seq.util.io import atomic_write_text
 
 LOCK_FILE = ".lock"  # in a run folder: held by the fit that uses it
 WANDB_ID_FILE = "wandb_id"  # in a run folder: the W&B run that a resume continues
@@ -78,14 +80,33 @@ def _check_run_dir(config, run_dir: Path) -> None:
         )
 
 
-def _take_lock(handle, run_dir: Path) -> None:
-    """Lock ``handle`` (the run folder's lock file); BadInput if a fit holds it."""
+def _folder_lock(run_dir: Path, on_acquired: Callable[[int], None] | None = None) -> UnixFileLock:
+    """The lock on ``run_dir``'s ``.lock``: flock, which the kernel lets go when the holding
+    process ends (kill -9 too), never a soft lock file that a killed fit would leave behind.
+    Not a singleton, so a second fit in this process is refused like one in another."""
+    return UnixFileLock(
+        run_dir / LOCK_FILE,
+        blocking=False,  # in use: refuse at once, never wait for the other fit to end
+        thread_local=False,  # whichever thread ends the fit lets the folder go
+        fallback_to_soft=False,
+        on_acquired=on_acquired,
+    )
+
+
+def _write_pid(fd: int) -> None:
+    """Leave this process's pid in the lock file, for the refusal of a second fit to name."""
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+
+def _take_lock(lock: UnixFileLock, run_dir: Path) -> None:
+    """Acquire ``lock`` (the run folder's); BadInput if a fit holds it."""
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.seek(0)
-        holder = handle.read().strip()
-        handle.close()
+        lock.acquire()
+    except Timeout:
+        holder = ""
+        with contextlib.suppress(OSError):
+            holder = (run_dir / LOCK_FILE).read_text().strip()
         by = f" (pid {holder})" if holder.isdigit() else ""
         raise BadInput(
             f"run_dir={str(run_dir)!r} is in use by another fit{by}; wait for it to end or "
@@ -95,27 +116,27 @@ def _take_lock(handle, run_dir: Path) -> None:
 
 def check_not_in_use(run_dir: Path) -> None:
     """BadInput if a fit holds ``run_dir`` now (reads only: the lock is let go at once)."""
+    if not (run_dir / LOCK_FILE).is_file():
+        return  # no fit ever held the folder (and no folder is made here)
+    lock = _folder_lock(run_dir)
     try:
-        handle = open(run_dir / LOCK_FILE)  # noqa: SIM115 - closed below or by _take_lock
+        _take_lock(lock, run_dir)
     except OSError:
-        return  # no lock file: no fit ever held the folder (or it cannot be read: see later)
-    _take_lock(handle, run_dir)
-    handle.close()
+        return  # the lock file cannot be opened for writing: lock_run_dir says so
+    lock.release()
 
 
-def lock_run_dir(run_dir: Path):
-    """Create ``run_dir`` if needed and hold an exclusive lock on it; BadInput if a fit in
-    another process (or another fit in this one) holds it, or it cannot be written."""
+def lock_run_dir(run_dir: Path) -> UnixFileLock:
+    """Create ``run_dir`` if needed and hold an exclusive lock on it until the returned lock
+    is released (or this process ends); BadInput if a fit in another process (or another fit
+    in this one) holds it, or it cannot be written."""
+    lock = _folder_lock(run_dir, on_acquired=_write_pid)
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-        handle = open(run_dir / LOCK_FILE, "a+")  # noqa: SIM115 - open while the lock is held
+        _take_lock(lock, run_dir)
     except OSError as err:
         raise BadInput(f"run_dir={str(run_dir)!r} is not writable: {err.strerror}") from None
-    _take_lock(handle, run_dir)
-    handle.truncate(0)
-    handle.write(f"{os.getpid()}\n")
-    handle.flush()
-    return handle
+    return lock
 
 
 def _resume(ckpt_path: str, run_dir: Path, model: SequenceSystem) -> Resume:

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import lightning as L
 
-from lit_seq.callbacks import TrainTimer
-from lit_seq.checks import BadInput, check_choice, check_int
+from lit_seq.fit.callbacks import TrainTimer
+from lit_seq.util.checks import BadInput, check_choice, check_int
 
 TARGET_MODES = ("max", "min")
 

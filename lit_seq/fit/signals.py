@@ -8,16 +8,13 @@ A fit stopped by a signal saves ``last.ckpt`` of the step it stopped at and exit
 import contextlib
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import lightning as L
 from lightning.pytorch.callbacks import Checkpoint
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)  # a preempted job, Ctrl-C
-# set by fan_out_signals: the fits of a pack (one thread) whose handler is the pack's, and
-# the signals it handles
-_fan_out: list["StopOnSignal"] | None = None
-_fan_out_handled: list[int] = []
 
 
 class FitInterrupted(SystemExit):
@@ -54,8 +51,11 @@ class StopOnSignal(Checkpoint):
     worker ignores Ctrl-C, which is its driver's) stays ignored.
     """
 
-    def __init__(self, last_checkpoint: Path) -> None:
+    def __init__(self, last_checkpoint: Path, save: Callable[[L.Trainer], None] | None = None):
+        """``save``: what saves the fit's state as it stops (default: the Trainer's
+        checkpoint to ``last_checkpoint``; a population saves each member's)."""
         self.last_checkpoint = Path(last_checkpoint)
+        self.save = save
         self.signum: int | None = None
         self._handled: list[int] = []
         self._training = False
@@ -66,15 +66,6 @@ class StopOnSignal(Checkpoint):
         """While the block runs, SIGTERM and SIGINT stop the fit as described above."""
         if threading.current_thread() is not threading.main_thread():
             yield
-            return
-        if _fan_out is not None:  # one of several fits in this thread: the pack's handler
-            self._handled = list(_fan_out_handled)
-            _fan_out.append(self)
-            try:
-                yield
-            finally:
-                _fan_out.remove(self)
-                self._handled = []
             return
         previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
         self._handled = [s for s, handler in previous.items() if handler is not signal.SIG_IGN]
@@ -93,23 +84,25 @@ class StopOnSignal(Checkpoint):
         if not (self._training and first):
             raise FitInterrupted(signum, None, self.last_checkpoint.is_file())
 
-    def _note(self, signum: int) -> None:
-        """The pack's handler: stop at the next step boundary (or at the end of what runs)."""
-        if self.signum is None:
-            self.signum = signum
-
     def _stop(self, trainer: L.Trainer) -> None:
         """Raise FitInterrupted, first saving last.ckpt unless this step's is saved."""
         assert self.signum is not None
         if self._saved_step != trainer.global_step:
-            trainer.save_checkpoint(self.last_checkpoint, weights_only=False)
+            self._save(trainer)
         raise FitInterrupted(self.signum, trainer.global_step, True)
+
+    def _save(self, trainer: L.Trainer) -> None:
+        if self.save is not None:
+            self.save(trainer)
+            self._saved_step = trainer.global_step
+        else:
+            trainer.save_checkpoint(self.last_checkpoint, weights_only=False)
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         # Lightning installs its own SIGTERM handler as the fit starts; during training it
         # would stop the fit mid-validation (or leave with exit status 0): take it back
         for signum in self._handled:
-            signal.signal(signum, self._on_signal if _fan_out is None else _fan_out_handler)
+            signal.signal(signum, self._on_signal)
         self._training = True
 
     def on_save_checkpoint(self, trainer: L.Trainer, pl_module, checkpoint: dict) -> None:
@@ -123,7 +116,7 @@ class StopOnSignal(Checkpoint):
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module, outputs, batch, batch_idx) -> None:
         if self.signum is not None and self._saved_step != trainer.global_step:
-            trainer.save_checkpoint(self.last_checkpoint, weights_only=False)
+            self._save(trainer)
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self.signum is not None and self._training and not trainer.sanity_checking:
@@ -133,31 +126,3 @@ class StopOnSignal(Checkpoint):
         self._training = False
         if self.signum is not None:
             self._stop(trainer)
-
-
-def _fan_out_handler(signum: int, frame) -> None:
-    for stopper in list(_fan_out or ()):
-        stopper._note(signum)
-
-
-@contextlib.contextmanager
-def fan_out_signals():
-    """While the block runs, the fits started in this thread (a pack's members, each in its own
-    greenlet) share one handler: SIGTERM or SIGINT (unless ignored) stops every one of them at
-    its next step boundary with ``last.ckpt`` saved, as it stops a fit alone. Without this,
-    each member would install its own handler over the others' and only the last would stop."""
-    global _fan_out, _fan_out_handled
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
-    handled = [s for s, handler in previous.items() if handler is not signal.SIG_IGN]
-    _fan_out, _fan_out_handled = [], handled
-    for signum in handled:
-        signal.signal(signum, _fan_out_handler)
-    try:
-        yield
-    finally:
-        _fan_out, _fan_out_handled = None, []
-        for signum in handled:
-            signal.signal(signum, previous[signum])

@@ -24,8 +24,8 @@ import torch
 from torch import Tensor
 from torchmetrics import MetricCollection
 
-from lit_seq.checks import BadInput, check_float, check_int
 from lit_seq.record import RANGE_OOD
+from lit_seq.util.checks import BadInput, check_float, check_int
 
 
 @dataclass
@@ -102,7 +102,10 @@ def score(system, tensors: dict[str, Tensor], metrics: MetricCollection, batch_s
 def validation_scores(system, datamodule) -> dict[str, float]:
     """``val/<metric>`` of ``system`` as it is now (the tested checkpoint), loss excluded."""
     values = score(
-        system, datamodule.val_set.tensors, system.build_metrics(), datamodule.batch_size
+        system,
+        datamodule.val_set.tensors,
+        system.build_metrics(),
+        batch_size=datamodule.batch_size,
     )
     return {f"val/{name}": value for name, value in (values or {}).items()}
 
@@ -117,7 +120,7 @@ def length_curve(system, datamodule, config: RangeEval) -> dict[str, dict[str, f
         # as a test set of that length: a task keeps it apart from training where it can
         tensors = datamodule._generate_split("test", config.n, length, generator)
         metrics = system.test_metrics_for(length, train_length)
-        values = score(system, tensors, metrics, datamodule.batch_size)
+        values = score(system, tensors, metrics, batch_size=datamodule.batch_size)
         for name, value in (values or {}).items():
             curve.setdefault(name, {})[str(length)] = round(value, 6)
     return curve

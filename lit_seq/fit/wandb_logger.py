@@ -16,8 +16,8 @@ from collections.abc import Callable
 
 from lightning.pytorch.loggers import WandbLogger
 
-from lit_seq.errors import error_line
-from lit_seq.tracking import WANDB_INIT_TIMEOUT_S, wandb_run_path
+from lit_seq.fit.wandb_modes import WANDB_INIT_TIMEOUT_S, wandb_run_path
+from lit_seq.util.errors import error_line
 
 
 class GuardedWandbLogger(WandbLogger):

@@ -9,7 +9,7 @@
   run's unreadable ``last.ckpt`` gives way to its newest readable checkpoint.
 - :class:`ResumeState` saves what Lightning's checkpoint leaves out of an exact resume, the
   RNG states, and flushes the CSV log first, so every row logged before a checkpoint is on
-  disk whenever the checkpoint is (``lit_seq.csv_log`` continues that log on resume instead
+  disk whenever the checkpoint is (``lit_seq.fit.csv_log`` continues that log on resume instead
   of deleting it); :class:`RunCheckpoint` is a ModelCheckpoint whose state follows a run
   folder that was moved.
 
@@ -30,8 +30,8 @@ from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger
 
-from lit_seq.errors import error_line
-from lit_seq.io import atomic_write_bytes
+from lit_seq.util.errors import error_line
+from lit_seq.util.io import atomic_write_bytes
 
 CHECKPOINTS = "checkpoints"  # in a run folder
 LAST = "last.ckpt"

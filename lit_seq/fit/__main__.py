@@ -1,0 +1,80 @@
+"""Train one configuration, test it, and write ``metrics.json``.
+
+    python -m lit_seq.fit --config configs/signal/transformer.yaml [--key value ...]
+
+LightningCLI conventions apply: ``--help``, ``--print_config``, several ``--config``s,
+dotted overrides such as ``--model.arch lstm`` or ``--trainer.max_steps 500``. With no
+``--config`` the default configuration (signal / transformer) is trained. The run folder
+holds the checkpoints (best and last), ``metrics.csv``, the offline W&B run and
+``metrics.json``; an interrupted fit resumes with ``--run_dir DIR --ckpt_path last``, exactly
+where it stopped: same data order, same RNG, same metrics as a fit never interrupted.
+
+One run folder, one fit: a fit locks its folder for its whole life. SIGTERM (a preempted
+job) or SIGINT stop a fit at a step boundary with ``last.ckpt`` saved there and exit status
+143 or 130, with no ``metrics.json``; a resume finishes it.
+"""
+
+import errno
+import logging
+import sys
+import warnings
+
+from lit_seq.fit.cli import build_cli
+from lit_seq.fit.header import print_metrics
+from lit_seq.fit.run import run
+from lit_seq.fit.signals import FitInterrupted
+from lit_seq.util.checks import BadInput
+from lit_seq.util.runtime import disk_full
+
+
+def quiet_libraries() -> None:
+    """Silence what a fit's terminal does not need (process-wide: called by main() only)."""
+    # main() hands sys.argv over as ``args``, which is exactly what this warning is about
+    warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
+    # "Seed set to 0" on every run is noise; the seed is in the saved config
+    logging.getLogger("lightning.fabric.utilities.seed").setLevel(logging.WARNING)
+    # Lightning's info lines (GPU available, tips, "Restoring states from ..."): the header
+    # of a fit says what matters (fit_header), in five lines
+    logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
+    # the CSV log continues its file on a resume and a new folder holds only the lock:
+    # nothing is ever deleted, whatever this says
+    warnings.filterwarnings("ignore", message=".*Previous log files in this directory will be")
+    # lit_seq logs on exactly the steps that get written (SequenceSystem._written_this_step)
+    warnings.filterwarnings("ignore", message=".*is smaller than the logging interval")
+    # a deprecation inside Lightning itself (its _pytree), nothing a user can change
+    warnings.filterwarnings("ignore", message=".*isinstance\\(treespec, LeafSpec\\)")
+
+
+def main() -> None:
+    quiet_libraries()
+    try:
+        cli = build_cli()
+    except BadInput as err:
+        print(f"lit_seq.fit: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+    try:
+        record = run(cli)
+    except FitInterrupted as err:
+        hint = (
+            f"resume with --run_dir {cli.run_dir} --ckpt_path last"
+            if err.resumable
+            else "nothing to resume: run it again"
+        )
+        print(f"lit_seq.fit: {err}; {hint}", file=sys.stderr)
+        raise SystemExit(err.code) from None
+    except Exception as err:
+        # libraries word a full disk their own way: ENOSPC, or a failed write of a full disk
+        if getattr(err, "errno", None) != errno.ENOSPC and not disk_full(cli.run_dir):
+            raise
+        # every file of the run is written atomically: what is there is whole, or absent
+        print(
+            f"lit_seq.fit: error: the disk holding {cli.run_dir} is full; free space, then "
+            f"resume with --run_dir {cli.run_dir} --ckpt_path last",
+            file=sys.stderr,
+        )
+        raise SystemExit(1) from None
+    print_metrics(record)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,306 @@
+"""The fit's command line: LightningCLI with lit_seq's run folder, loggers and checks.
+
+:func:`build_cli` parses and builds data, system and Trainer (what ``python -m lit_seq.fit``
+runs); :func:`check_config` parses and builds data and system only, with the same parser and
+constructors (what a grid runs on every cell before anything trains).
+"""
+
+import torch
+from jsonargparse import ArgumentError, DefaultHelpFormatter
+from lightning.pytorch import Trainer
+from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
+
+from lit_seq.data import SyntheticDataModule
+from lit_seq.fit.callbacks import AttentionMapLogger, ConfusionMatrixLogger, TrainTimer
+from lit_seq.fit.checkpoints import (
+    CHECKPOINTS,
+    LAST,
+    AtomicCheckpointIO,
+    EarlyLast,
+    ResumeState,
+    RunCheckpoint,
+    discard_partial_writes,
+)
+from lit_seq.fit.csv_log import RunCSVLogger
+from lit_seq.fit.header import options_help
+from lit_seq.fit.input_checks import (
+    check_goals,
+    check_pairing,
+    check_trainer,
+    checked,
+    one_line,
+    with_config,
+)
+from lit_seq.fit.progress_bar import ThrottledRichProgressBar
+from lit_seq.fit.run_folder import (
+    check_not_in_use,
+    check_run,
+    lock_run_dir,
+    run_dir_path,
+    wandb_run_id,
+)
+from lit_seq.fit.scoring import RangeEval
+from lit_seq.fit.signals import StopOnSignal
+from lit_seq.fit.target import StopAtTarget, Target
+from lit_seq.fit.wandb_logger import GuardedWandbLogger, start_wandb_logger
+from lit_seq.fit.wandb_modes import WANDB_MODES, WANDB_TAG_LIMIT, resolve_wandb_mode
+from lit_seq.systems import SequenceSystem
+from lit_seq.util.checks import BadInput, check_int
+
+
+class SaveAndLogConfig(SaveConfigCallback):
+    """Writes ``config.yaml`` to the run folder and sends the resolved config to W&B too."""
+
+    def save_config(self, trainer: Trainer, pl_module, stage: str) -> None:
+        for logger in trainer.loggers:
+            if isinstance(logger, GuardedWandbLogger):
+                logger.update_config({"cli": resolved_config(self.config, pl_module)})
+
+
+def resolved_config(config, model: SequenceSystem) -> dict:
+    """The parsed ``config`` as a dict, with the model's arguments as the model was built.
+
+    The parsed config keeps the parse-time defaults of the fields linked from the data
+    (``out_features`` 1, ``max_len`` 512 where the model has 3 and 256): those are replaced
+    by the system's own hyperparameters, so no value contradicts another.
+    """
+    content = config.clone().as_dict()
+    hparams = {k: v for k, v in model.hparams.items() if not k.startswith("_")}
+    content["model"] = {"class_path": content["model"]["class_path"], "init_args": hparams}
+    return content
+
+
+class LitSeqCLI(LightningCLI):
+    """LightningCLI with lit_seq's run folder, loggers, checkpoints and data -> model links."""
+
+    def add_arguments_to_parser(self, parser) -> None:
+        parser.add_argument(
+            "--run_dir",
+            type=str | None,
+            default=None,
+            help="Run folder (default: runs/<task>-<arch>-<time>). Must not hold a finished "
+            "run unless resuming.",
+        )
+        parser.add_argument(
+            "--ckpt_path",
+            type=str | None,
+            default=None,
+            help="Resume training: 'last' (the run folder's last checkpoint) or a file.",
+        )
+        parser.add_argument(
+            "--wandb",
+            type=str,
+            default="auto",
+            help=f"Weights & Biases: one of {list(WANDB_MODES)}; auto = online when an API "
+            "key is configured, else offline run files (upload later with `wandb sync`).",
+        )
+        parser.add_argument("--wandb_project", type=str, default="lit_seq", help="W&B project.")
+        parser.add_argument("--wandb_group", type=str | None, default=None, help="W&B group.")
+        parser.add_argument("--wandb_tags", type=list[str], default=[], help="W&B run tags.")
+        parser.add_argument(
+            "--wandb_save_requirements",
+            type=bool,
+            default=False,
+            help="Let W&B record the installed packages with the run (slower start).",
+        )
+        parser.add_argument(
+            "--wandb_config",
+            type=dict,
+            default={},
+            help="Extra keys of the W&B run's config, as JSON (a grid gives each of its runs "
+            "grid, block, cell, seed, run_id and one key per axis).",
+        )
+        parser.add_argument(
+            "--wandb_log_model",
+            type=bool,
+            default=False,
+            help="Upload the best and last checkpoints to W&B as model artifacts after the fit.",
+        )
+        parser.add_argument(
+            "--checkpoint_every",
+            type=int,
+            default=50,
+            help="Save checkpoints/last.ckpt every this many optimizer steps (and on an "
+            "error), so that an interrupted fit resumes from near where it stopped.",
+        )
+        parser.add_class_arguments(Target, "target", instantiate=False)
+        parser.add_class_arguments(RangeEval, "range_eval", instantiate=False)
+        # the task decides the sizes; the model never has to be told them by hand
+        for key in ("in_features", "out_features", "max_len"):
+            parser.link_arguments(f"data.{key}", f"model.init_args.{key}", apply_on="instantiate")
+
+    def parse_arguments(self, parser, args) -> None:
+        """Parse, then refuse what Lightning would take (or trip over) before it seeds."""
+        super().parse_arguments(parser, args)
+        seed = self.config.seed_everything
+        if not isinstance(seed, bool):  # true: Lightning picks a seed
+            checked(lambda: check_int("seed_everything", seed, 0, maximum=2**32 - 1))
+        checked(lambda: check_trainer(self.config.trainer))
+        checked(lambda: check_int("checkpoint_every", self.config.checkpoint_every, 1))
+        if long := [t for t in self.config.wandb_tags if len(t) > WANDB_TAG_LIMIT]:
+            raise BadInput(
+                f"wandb_tags: {long[0]!r} is {len(long[0])} characters; W&B takes at most "
+                f"{WANDB_TAG_LIMIT}"
+            )
+
+    def before_instantiate_classes(self) -> None:
+        self.wandb_mode = checked(lambda: resolve_wandb_mode(self.config.wandb))
+
+    def instantiate_trainer(self, **kwargs) -> Trainer:
+        # data and system are built by now: only a good configuration gets a run folder
+        self._check_inputs()
+        self._claim_run_folder()
+        try:
+            self._prepare_run_folder()
+            return self._build_trainer(**kwargs)
+        except BaseException:
+            self.run_lock.release()  # nothing will run here: the folder is free again
+            raise
+
+    def _check_inputs(self) -> None:
+        """Pairing and goals, then the run folder read only: a refusal changes nothing."""
+        check_pairing(self.datamodule, self.model)
+        self.target, self.range_eval = check_goals(self.config, self.model)
+        self.run_dir = run_dir_path(self.config, self.datamodule.name)
+        check_not_in_use(self.run_dir)
+        check_run(self.config, self.run_dir, self.model)
+
+    def _claim_run_folder(self) -> None:
+        """One run folder, one fit: held until run() ends (or this process does, kill -9 too)."""
+        self.run_lock = lock_run_dir(self.run_dir)
+
+    def _prepare_run_folder(self) -> None:
+        """Check again now that no other fit can change the folder; drop half-written files."""
+        self.resume = check_run(self.config, self.run_dir, self.model, announce=True)
+        discard_partial_writes(self.run_dir)
+
+    def _build_trainer(self, **kwargs) -> Trainer:
+        """Lightning's Trainer with the run folder's loggers, callbacks and atomic writes."""
+        trainer_config = self.config_init.get("trainer") or {}
+        plugins = trainer_config.get("plugins") or []
+        return super().instantiate_trainer(
+            default_root_dir=str(self.run_dir),
+            logger=self._loggers(),
+            callbacks=self._callbacks(trainer_config),
+            plugins=[*(plugins if isinstance(plugins, list) else [plugins]), AtomicCheckpointIO()],
+            **kwargs,
+        )
+
+    def _callbacks(self, trainer_config: dict) -> list:
+        """The config's own callbacks, then checkpoints, timer, plots and the progress bar."""
+        folder = self.run_dir / CHECKPOINTS
+        checkpoint = RunCheckpoint(
+            dirpath=folder,
+            filename="best-{step}",
+            monitor="val/loss",
+            mode="min",
+            save_last=True,
+            enable_version_counter=False,  # one last.ckpt, never a last-v1.ckpt beside it
+        )
+        # after the ModelCheckpoint: at a validation step it stops once that one has saved
+        self.stop_on_signal = StopOnSignal(folder / LAST)
+        early = EarlyLast(folder / LAST, self.config.checkpoint_every)
+        callbacks = list(trainer_config.get("callbacks") or [])
+        callbacks += [checkpoint, early, self.stop_on_signal, ResumeState(), TrainTimer()]
+        if self.target.metric is not None:
+            callbacks.append(StopAtTarget(self.target))
+        callbacks += [ConfusionMatrixLogger(), AttentionMapLogger()]
+        if trainer_config.get("enable_progress_bar") is not False:  # None means the default: on
+            callbacks.append(ThrottledRichProgressBar())
+        return callbacks
+
+    def _loggers(self) -> list:
+        """CSV always; W&B unless off, and only if it starts (else ``wandb_error`` says why).
+
+        A resume continues the W&B run of the fit it resumes (its id is in the run folder).
+        """
+        loggers = [RunCSVLogger(self.run_dir, self.resume.step if self.resume else None)]
+        self.wandb_error = ""
+        if self.wandb_mode != "off":
+            wandb_logger, self.wandb_error = start_wandb_logger(
+                self.wandb_mode,
+                project=self.config.wandb_project,
+                name=self.run_dir.name,
+                save_dir=str(self.run_dir),
+                id=wandb_run_id(self.run_dir, resuming=self.resume is not None),
+                job_type="train",
+                group=self.config.wandb_group,
+                tags=list(self.config.wandb_tags),
+                config=dict(self.config.wandb_config),
+                log_model=self.config.wandb_log_model,
+                save_requirements=self.config.wandb_save_requirements,
+            )
+            if wandb_logger is not None:  # known now, before any training: else, without W&B
+                metrics = self.model.build_metrics().items()
+                best = {f"val/{k}": bool(m.higher_is_better) for k, m in metrics}
+                wandb_logger.define_best({"val/loss": False, **best})
+                wandb_logger.update_summary({"params": self.model.num_parameters})
+                loggers.append(wandb_logger)
+        return loggers
+
+
+class CheckCLI(LitSeqCLI):
+    """Parses and builds data and system exactly as a fit does; no run folder, no Trainer."""
+
+    def instantiate_trainer(self, **kwargs) -> None:
+        check_pairing(self.datamodule, self.model)
+        check_goals(self.config, self.model)
+
+
+class _HelpFormatter(DefaultHelpFormatter):
+    """jsonargparse's help, with the description (lit_seq's options) kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return "".join(indent + line for line in text.splitlines(keepends=True))
+
+
+def _make_cli(cli_class: type[LitSeqCLI], args: list[str]) -> LitSeqCLI:
+    accelerated = torch.cuda.is_available()
+    try:
+        return cli_class(
+            model_class=SequenceSystem,
+            datamodule_class=SyntheticDataModule,
+            subclass_mode_model=True,
+            subclass_mode_data=True,
+            seed_everything_default=0,
+            trainer_defaults={
+                "accelerator": "auto",
+                "devices": 1,
+                "precision": "bf16-mixed" if accelerated else "32-true",
+                # the header says the parameters in one line; the table is one flag away
+                "enable_model_summary": False,
+            },
+            save_config_callback=SaveAndLogConfig,
+            save_config_kwargs={"overwrite": True, "save_to_log_dir": True},
+            parser_kwargs={
+                "exit_on_error": False,
+                "prog": "python -m lit_seq.fit",
+                "usage": "python -m lit_seq.fit [--config FILE ...] [--SECTION.KEY VALUE ...]",
+                "description": options_help(),
+                "formatter_class": _HelpFormatter,
+            },
+            auto_configure_optimizers=False,  # the systems configure their own
+            run=False,
+            args=args,
+        )
+    except (ArgumentError, ValueError) as err:
+        raise BadInput(one_line(err)) from None
+
+
+def build_cli(args: list[str] | None = None) -> LitSeqCLI:
+    """Parse ``args`` and instantiate data, model and trainer; raise BadInput on bad input."""
+    if torch.cuda.is_available():
+        torch.set_float32_matmul_precision("high")
+    return _make_cli(LitSeqCLI, with_config(args))
+
+
+def check_config(args: list[str]) -> CheckCLI:
+    """What the fit arguments ``args`` build; BadInput if they do not.
+
+    The result holds ``datamodule``, ``model`` (the system) and the parsed ``config``.
+    The same parser, links and constructors as :func:`build_cli`, so a grid that checks each
+    of its cells with this refuses, before anything trains, whatever a fit would refuse
+    (cross-field rules included: ``d_model`` and ``n_heads``, a ``cls`` readout on a
+    forward-only RNN), in the same words. No run folder, no Trainer, no data generated.
+    """
+    return _make_cli(CheckCLI, with_config(args))

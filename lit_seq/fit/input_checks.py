@@ -1,0 +1,168 @@
+"""Everything a fit refuses before it builds a run folder, each as one line (BadInput).
+
+The parser's own errors (:func:`one_line`: jsonargparse wraps a constructor's error in
+several layers; a user should read what ``lit_seq.util.checks`` said, once, with its field),
+the Trainer settings that cannot give a real run (:func:`check_trainer`: Lightning accepts
+``max_steps=0`` and fails on others mid-set-up with a traceback; a grid checks every cell
+without a Trainer, so this reads the parsed ``trainer`` section), the pairing of task and
+system, the goals (target, range evaluation) and the config files themselves.
+"""
+
+import re
+import sys
+from pathlib import Path
+
+import torch
+
+from lit_seq.data import TASKS, SyntheticDataModule
+from lit_seq.fit.scoring import RangeEval
+from lit_seq.fit.target import Target, check_target
+from lit_seq.systems import SYSTEMS, SequenceSystem
+from lit_seq.util.assets import DEFAULT_CONFIG, find_file
+from lit_seq.util.checks import BadInput, check_choice, check_float, check_int
+from lit_seq.util.safe_yaml import YamlError, load_yaml
+
+PRECISIONS = ("32-true", "64-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true")
+PRECISIONS += ("32", "64", "16", "bf16", 32, 64, 16)  # Lightning's short spellings
+_DURATION = re.compile(r"^(\d+):(\d+):(\d+):(\d+)$")  # max_time as DD:HH:MM:SS
+
+
+def _seconds(max_time: object) -> float | None:
+    """``max_time`` in seconds (a DD:HH:MM:SS string or a dict of timedelta parts), if known."""
+    if isinstance(max_time, str) and (match := _DURATION.match(max_time)):
+        days, hours, minutes, seconds = map(int, match.groups())
+        return ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    if isinstance(max_time, dict):
+        units = {"days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}
+        return sum(units.get(k, 0) * float(v) for k, v in max_time.items())
+    return None
+
+
+def check_trainer(trainer) -> None:
+    """ValueError naming the field for a ``trainer`` section that cannot give a real run."""
+    max_steps = trainer.get("max_steps")
+    if max_steps is not None and max_steps != -1:
+        check_int("trainer.max_steps", max_steps, 1, allowed=">= 1 (or -1: no step limit)")
+    if (seconds := _seconds(trainer.get("max_time"))) is not None and seconds <= 0:
+        raise ValueError(f"trainer.max_time={trainer.get('max_time')!r} must be longer than 0")
+    interval = trainer.get("val_check_interval")
+    if isinstance(interval, int) and not isinstance(interval, bool):
+        check_int("trainer.val_check_interval", interval, 1, allowed=">= 1 (steps) or a fraction")
+        validates = trainer.get("limit_val_batches") != 0  # 0: validation off on purpose
+        if validates and max_steps and max_steps > 0 and interval > max_steps:
+            raise ValueError(
+                f"trainer.val_check_interval={interval} is longer than trainer.max_steps="
+                f"{max_steps}: the run would never validate (and keep no best checkpoint)"
+            )
+    if trainer.get("gradient_clip_val") is not None:
+        check_float("trainer.gradient_clip_val", trainer.get("gradient_clip_val"), 0.0)
+    if trainer.get("precision") is not None:
+        check_choice("trainer.precision", trainer.get("precision"), PRECISIONS)
+    if trainer.get("accelerator") in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise ValueError(
+            f"trainer.accelerator={trainer.get('accelerator')!r} but no CUDA device is visible "
+            "here; use 'auto' (a GPU when there is one) or 'cpu'"
+        )
+
+
+def _inner(error: BaseException) -> BaseException | None:
+    if error.__cause__ is not None or error.__suppress_context__:
+        return error.__cause__
+    return error.__context__
+
+
+def one_line(error: BaseException) -> str:
+    """The root cause of a (jsonargparse-wrapped) error as one line, prefixed by its field."""
+    chain = [error]
+    while (inner := _inner(chain[-1])) is not None:
+        chain.append(inner)
+    root = " ".join(str(chain[-1]).split())
+    if missing := re.fullmatch(
+        r"module '(lit_seq\.(data|systems))' has no attribute '(\w+)'", root
+    ):
+        known = TASKS if missing.group(2) == "data" else {c.__name__: c for c in SYSTEMS.values()}
+        names = [f"{missing.group(1)}.{cls.__name__}" for cls in known.values()]
+        return f"{missing.group(1)}.{missing.group(3)} does not exist; one of {names}"
+    # jsonargparse names the nested keys it was parsing: 'Parser key "data": ... "length"';
+    # a choice (Literal) field is said as lit_seq.util.checks.check_choice says it
+    keys = re.findall(r'Parser key "([^"]+)"', str(error))
+    if choice := re.search(r"Expected a typing\.Literal\[(.*)\]\. Got value: (.*)$", root):
+        name = (keys[-1] if keys else "value").split(".")[-1]
+        return f"{name}={choice.group(2)!r} is not one of [{choice.group(1)}]"
+    # jsonargparse's "Expected a <class 'float'>. Got value: nan": say it as the other errors do
+    root = re.sub(
+        r"Expected a <class '(\w+)'>\. Got value: (.*)$",
+        lambda m: f"got {m.group(2)!r}, which is not a valid {m.group(1)}",
+        root,
+    )
+    field = ".".join(dict.fromkeys(keys))
+    if field == "trainer.precision" and (value := re.search(r"got '([^']*)'", root)):
+        return f"trainer.precision={value.group(1)!r} is not one of {list(PRECISIONS)}"
+    if field and field not in root:
+        return f"{field}: {root}"
+    return root
+
+
+def checked(fn):
+    try:
+        return fn()
+    except ValueError as err:
+        raise BadInput(str(err)) from None
+
+
+def check_pairing(datamodule: SyntheticDataModule, model: SequenceSystem) -> None:
+    """BadInput unless ``model`` is the kind of system that trains ``datamodule``'s task."""
+    if datamodule.task_kind != model.task_kind:
+        wanted = SYSTEMS.get(datamodule.task_kind)
+        hint = f"; use {wanted.__module__}.{wanted.__name__}" if wanted else ""
+        raise BadInput(
+            f"model={type(model).__name__} trains {model.task_kind!r} tasks, but task "
+            f"{datamodule.name!r} is {datamodule.task_kind!r}{hint}"
+        )
+
+
+def check_goals(config, model: SequenceSystem) -> tuple[Target, RangeEval]:
+    """The config's target and range evaluation, checked against ``model``; else BadInput."""
+    target, range_eval = Target(**config.target), RangeEval(**config.range_eval)
+    check_target(target, ["val/loss", *(f"val/{name}" for name in model.build_metrics())])
+    range_eval.check()
+    return target, range_eval
+
+
+def with_config(args: list[str] | None) -> list[str]:
+    """``args`` with the default config when none is given, and shipped configs found.
+
+    ``--config configs/echo/rnn.yaml`` names the file in the working directory if there is
+    one, else the config shipped in the package (so the README's commands work anywhere).
+    """
+    args = list(sys.argv[1:] if args is None else args)
+    out, given = [], False
+    while args:
+        arg = args.pop(0)
+        if arg == "--config" or arg.startswith("--config="):
+            name = arg.split("=", 1)[1] if "=" in arg else (args.pop(0) if args else "")
+            found = find_file(name) if name else None
+            if found is not None:
+                check_config_file(found)
+            out += ["--config", str(found or name)]
+            given = True
+        else:
+            out.append(arg)
+    if not given and not any(a in ("-h", "--help") for a in out):
+        out = ["--config", str(DEFAULT_CONFIG), *out]
+    return out
+
+
+def check_config_file(path: Path) -> None:
+    """BadInput unless ``path`` is a YAML mapping of sections of a sane size."""
+    try:
+        content = load_yaml(path.read_text(), f"config {str(path)!r}")
+    except (OSError, YamlError) as err:
+        raise BadInput(str(err)) from None
+    if content is None:
+        raise BadInput(f"config {str(path)!r} is empty; give at least model, data and trainer")
+    if not isinstance(content, dict):
+        raise BadInput(
+            f"config {str(path)!r} must be a mapping of sections (model, data, trainer, ...), "
+            f"got a {type(content).__name__}"
+        )

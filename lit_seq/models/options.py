@@ -1,0 +1,36 @@
+"""``BackboneOptions``: the architecture options every network builder shares, as one value.
+
+A system builds it once from its own typed arguments and hands it to ``build_backbone``,
+``build_plugin_backbone`` or ``build_seq2seq``; each builder passes a constructor only the
+fields it takes. What the task or the head decides (``causal``, ``max_len``, ``vocab_size``)
+is given to the builders separately.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BackboneOptions:
+    """The backbone options a user chose (``SequenceSystem`` documents and checks each).
+
+    No defaults: the system's ``__init__`` is the one place that declares them.
+
+    Attributes:
+        d_model: width of the embeddings and of the hidden state.
+        n_layers: transformer blocks, or stacked recurrent layers.
+        n_heads: attention heads (transformer only); must divide ``d_model``.
+        d_ff: feed-forward width (transformer only); None means ``4 * d_model``.
+        dropout: dropout probability inside the network.
+        pos_mode: positional encoding (transformer only), a key of ``POS_MODES``.
+        residual: keep the residual connections (transformer only).
+        bidirectional: read the sequence both ways (rnn/lstm backbones only).
+    """
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+    d_ff: int | None
+    dropout: float
+    pos_mode: str
+    residual: bool
+    bidirectional: bool

@@ -1,1 +1,0 @@
-"""Packed runs: K fits of one shape trained in one process as one stacked computation."""

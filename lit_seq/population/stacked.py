@@ -1,0 +1,81 @@
+"""K systems of one shape as one: their weights stacked, their loss one vmapped call.
+
+A population holds, for every parameter of its members' network, one tensor of shape
+(K, *shape): member k's weights are row k. :func:`member_losses` computes every member's
+training loss, ``loss_k = system.loss(batch_k)`` with member k's weights, in one
+``torch.func.vmap`` over ``functional_call`` of one template system: a matrix product of one
+member becomes one batched product of K, and a backward pass of the summed losses fills each
+row of each stacked gradient with that member's own gradient (the members share nothing).
+
+Recurrent backbones run their unrolled recurrence there (``lit_seq.models.unrolled``), which
+vmap can batch; a fused recurrence anywhere else cannot run stacked (:func:`unstackable`).
+Nothing random may run inside (``randomness="error"``): a member must compute exactly what
+its solo run computes, and a shared random stream cannot give that.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch.func import functional_call, vmap
+
+from lit_seq.models.recurrent import RecurrentBackbone
+from lit_seq.models.unrolled import unrolled_recurrences
+
+
+def unstackable(module: nn.Module) -> str:
+    """Why ``module``'s members cannot train stacked, or "" when they can.
+
+    A fused recurrence (``nn.RNN`` / ``nn.LSTM``) runs stacked only as the unrolled one, which
+    ``RecurrentBackbone`` switches to (forward-only); the seq2seq recurrent encoder-decoder
+    packs variable-length sequences through its own and cannot.
+    """
+    wrapped = {id(m.rnn) for m in module.modules() if isinstance(m, RecurrentBackbone)}
+    for name, sub in module.named_modules():
+        if isinstance(sub, nn.RNNBase) and id(sub) not in wrapped:
+            where = name or type(module).__name__
+            return f"{where} is a fused {type(sub).__name__} outside a RecurrentBackbone"
+        if isinstance(sub, RecurrentBackbone) and sub.bidirectional:
+            return f"{name} is a bidirectional recurrence"
+    return ""
+
+
+class _Loss(nn.Module):
+    """``system.loss(batch)`` as a module's forward, so ``functional_call`` can swap the
+    system's weights for one member's."""
+
+    def __init__(self, system: nn.Module) -> None:
+        super().__init__()
+        self.system = system
+
+    def forward(self, batch: dict[str, Tensor]) -> Tensor:
+        return self.system.loss(batch)
+
+
+def stack_weights(systems: list[nn.Module]) -> dict[str, Tensor]:
+    """name -> (K, *shape): every parameter of ``systems`` (same structure), row k from
+    ``systems[k]`` (copies, detached)."""
+    names = [name for name, _ in systems[0].named_parameters()]
+    per_member = [dict(s.named_parameters()) for s in systems]
+    return {n: torch.stack([p[n].detach() for p in per_member]).clone() for n in names}
+
+
+def member_weights(stacked: dict[str, Tensor], k: int) -> dict[str, Tensor]:
+    """Member ``k``'s weights (views of row k), named as in its system."""
+    return {name: tensor[k] for name, tensor in stacked.items()}
+
+
+def member_losses(template: nn.Module, stacked: dict[str, Tensor], batch: dict) -> Tensor:
+    """(K,) training losses: member k's ``template.loss(batch[.][k])`` with weights row k.
+
+    ``template``: one member's system (its buffers are shared: they are constants such as
+    positional tables, equal in every member of a population). ``batch``: name -> (K, ...).
+    """
+    loss = _Loss(template)
+
+    def one(weights: dict[str, Tensor], member_batch: dict[str, Tensor]) -> Tensor:
+        named = {f"system.{name}": w for name, w in weights.items()}
+        return functional_call(loss, named, (member_batch,), strict=False)
+
+    with unrolled_recurrences():
+        return vmap(one, randomness="error")(stacked, batch)

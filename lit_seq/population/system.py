@@ -1,0 +1,154 @@
+"""The population system: one LightningModule that trains K members of one shape at once.
+
+Every member is a solo system (``lit_seq.systems``), built exactly as its solo fit builds it
+(its own seed, so its own initial weights and data). The population takes their weights as
+stacked parameters, (K, *shape) each, and trains them in one Trainer loop: one forward of
+all members (``stacked.member_losses``), one backward of the summed losses, one optimizer
+step (``optimizer.PopulationAdam``: each member its own rate, schedule and weight decay,
+clipped by its own gradient norm). Validation runs each member's own ``evaluate`` with its
+current weights, so a member's scores are computed by the code that scores its solo run;
+what happens with them (logs, checkpoints, target, divergence) is the member's business
+(``members.MemberRun``).
+"""
+
+from __future__ import annotations
+
+import lightning as L
+import torch
+from torch import Tensor, nn
+
+from lit_seq.population.loader import member_batch
+from lit_seq.population.optimizer import MemberHyper, PopulationAdam
+from lit_seq.population.stacked import member_losses, stack_weights
+from lit_seq.systems import SequenceSystem
+from lit_seq.systems.base import OPTIMIZERS
+from lit_seq.systems.schedules import schedule_factor
+
+
+def _key(name: str) -> str:
+    return name.replace(".", "__")  # a parameter's name may not hold a dot
+
+
+def member_hyper(system: SequenceSystem, total_steps: int) -> MemberHyper:
+    """A member's optimizer and schedule, from its system's options (as ``build_optimizer``
+    makes them for its solo run)."""
+    hp = system.hparams
+    if hp.optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer={hp.optimizer!r}; a population trains {list(OPTIMIZERS)}")
+    return MemberHyper(
+        lr=hp.lr,
+        weight_decay=hp.weight_decay,
+        decoupled=hp.optimizer == "adamw",
+        factor=schedule_factor(hp.schedule, hp.warmup_steps, total_steps),
+    )
+
+
+class PopulationSystem(L.LightningModule):
+    """K member systems trained as one.
+
+    Args:
+        members: the member systems (same class, same parameter shapes).
+        clip_norm: each member's gradient-norm clip (its solo run's ``gradient_clip_val``).
+        on_validation: called after each validation with ``(k, {"val/loss": ..., ...})`` for
+            every member still training; it returns True when member k stops there.
+        on_train_step: called after each optimizer step with the (K,) losses of that step.
+    """
+
+    def __init__(
+        self,
+        members: list[SequenceSystem],
+        clip_norm: float | None,
+        on_validation=None,
+        on_train_step=None,
+    ) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        self.stacked = nn.ParameterDict(
+            {_key(n): nn.Parameter(t) for n, t in stack_weights(members).items()}
+        )
+        self.names = {_key(n): n for n, _ in members[0].named_parameters()}
+        self.clip_norm = clip_norm
+        self.on_validation = on_validation
+        self.on_train_step = on_train_step
+        self._val_sums: list[list] = []
+        self.last_losses: Tensor | None = None
+
+    # -- what the members' weights are ---------------------------------------------------
+
+    def weights(self) -> dict[str, Tensor]:
+        """name (as in a member system) -> stacked (K, ...) parameter."""
+        return {self.names[key]: p for key, p in self.stacked.items()}
+
+    @torch.no_grad()
+    def sync_member(self, k: int) -> SequenceSystem:
+        """Member ``k``'s system with its current weights (row k) copied in."""
+        member = self.members[k]
+        for name, param in member.named_parameters():
+            param.copy_(self.stacked[_key(name)][k])
+        return member
+
+    @property
+    def optimizer(self) -> PopulationAdam:
+        return self.optimizers().optimizer if self._trainer else self._optimizer
+
+    # -- Lightning hooks ---------------------------------------------------------------------
+
+    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
+        losses = member_losses(self.members[0], self.weights(), batch)  # (K,)
+        active = self.optimizer.active.to(losses.device)
+        self.last_losses = losses.detach()
+        # a stopped member's loss may be anything (a diverged one's is NaN): out of the sum
+        return torch.where(active, losses, torch.zeros_like(losses)).sum()
+
+    def on_after_backward(self) -> None:
+        inactive = ~self.optimizer.active
+        if inactive.any():  # 0 * NaN is NaN: a stopped member's rows get no gradient at all
+            for p in self.stacked.values():
+                if p.grad is not None:
+                    p.grad[inactive.to(p.device)] = 0
+
+    def configure_gradient_clipping(
+        self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None
+    ) -> None:
+        self.optimizer.clip_gradients()  # each member by its own norm
+
+    def on_train_batch_end(self, outputs, batch, batch_idx: int) -> None:
+        if self.on_train_step is not None:
+            self.on_train_step(self.last_losses, self.optimizer)
+
+    def on_validation_epoch_start(self) -> None:
+        self._val_sums = [[0.0, 0] for _ in self.members]
+        for k in self._active_members():
+            self.sync_member(k)
+
+    def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        for k in self._active_members():
+            member = self.members[k]
+            one = member_batch(batch, k)
+            loss = member.evaluate(one, member.val_metrics)
+            size = next(iter(one.values())).shape[0]
+            # Lightning's epoch mean of a logged value: sum of value * batch size / examples
+            sums = self._val_sums[k]
+            sums[0] = sums[0] + loss.mean() * size
+            sums[1] += size
+
+    def on_validation_epoch_end(self) -> None:
+        for k in self._active_members():
+            member = self.members[k]
+            total, count = self._val_sums[k]
+            scores = {"val/loss": float(total / count)}
+            scores |= {name: float(v) for name, v in member.val_metrics.compute().items()}
+            member.val_metrics.reset()
+            if self.on_validation is not None and self.on_validation(k, scores):
+                self.optimizer.stop(k)
+        if not self.optimizer.active.any():
+            self.trainer.should_stop = True
+
+    def configure_optimizers(self):
+        total = int(self.trainer.estimated_stepping_batches) if self._trainer else 1
+        hypers = [member_hyper(m, total) for m in self.members]
+        self._optimizer = PopulationAdam(list(self.stacked.values()), hypers, self.clip_norm)
+        return self._optimizer
+
+    def _active_members(self) -> list[int]:
+        return [k for k, on in enumerate(self.optimizer.active.tolist()) if on]
