@@ -4,11 +4,15 @@
 
 ``GRUBackbone`` is a backbone (``nn.Module``, (B, T, d) -> (B, T, d), a ``causal`` flag, an
 optional (B, T) padding mask): ``--model.backbone examples.plugins.GRUBackbone``.
+``ConvBackbone`` is one with an option of its own, ``kernel``, given as LightningCLI gives any
+class's options: ``--model.backbone examples.plugins.ConvBackbone
+--model.backbone.init_args.kernel 5``, or ``class_path`` + ``init_args`` in a config.
 ``MajorityData`` is a task (a ``SyntheticDataModule``): ``--data examples.plugins.MajorityData``.
 Both work from a config file, the command line and as grid axis values (docs/plugins.md).
 """
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from lit_seq.data import SyntheticDataModule
@@ -61,6 +65,54 @@ class GRUBackbone(nn.Module):
         return h
 
 
+class ConvBackbone(nn.Module):
+    """Stacked depthwise convolutions over time, each with a GELU, a mixing layer and a
+    residual: (B, T, d) -> (B, T, d).
+
+    Its own option is ``kernel``; from the system it takes d_model, n_layers, dropout and
+    causal (the options it names). Causal, each layer pads ``kernel - 1`` positions on the
+    left only, so position t reads positions t - kernel + 1 .. t; else it pads both sides.
+
+    Args:
+        d_model: width of the input and of the output.
+        n_layers: stacked convolution layers.
+        dropout: dropout on each layer's output.
+        causal: position t may depend on positions <= t only.
+        kernel: positions each convolution reads (its receptive field grows by kernel - 1
+            per layer).
+    """
+
+    arch = "conv"  # what records call it
+
+    def __init__(
+        self,
+        d_model: int,
+        n_layers: int = 2,
+        dropout: float = 0.0,
+        causal: bool = True,
+        kernel: int = 3,
+    ) -> None:
+        super().__init__()
+        self.kernel = check_int("kernel", kernel, 1)
+        self.causal = causal
+        self.convs = nn.ModuleList(
+            nn.Conv1d(d_model, d_model, kernel, groups=d_model) for _ in range(n_layers)
+        )
+        self.mixes = nn.ModuleList(nn.Linear(d_model, d_model) for _ in range(n_layers))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
+        left = self.kernel - 1 if self.causal else (self.kernel - 1) // 2
+        right = self.kernel - 1 - left
+        for conv, mix in zip(self.convs, self.mixes, strict=True):
+            if padding_mask is not None:  # padding reads as zeros, never as a token
+                x = x.masked_fill(padding_mask.unsqueeze(-1), 0.0)
+            h = F.pad(x.transpose(1, 2), (left, right))  # (B, d, T + kernel - 1)
+            h = conv(h).transpose(1, 2)  # (B, T, d)
+            x = x + self.dropout(mix(F.gelu(h)))
+        return x
+
+
 def majority_labels(bits: Tensor) -> Tensor:
     """1 when more than half the bits are ones: (B, N) -> (B,).
 
@@ -77,33 +129,21 @@ class MajorityData(SyntheticDataModule):
     Args:
         length: bits per training sequence.
         n_train: training sequences.
-        n_val: validation sequences.
-        n_test: sequences in each test set.
-        batch_size: examples per batch in every split.
-        seed: seed of the data generation and of the training shuffle order.
-        gen_factors: length-generalisation test sets at k x length. Defaults to [2, 4].
+        n_val: validation sequences (fewer than the shared default).
+        n_test: sequences in each test set (fewer than the shared default).
+        **kwargs: the other options every task shares (``SyntheticDataModule``): batch_size,
+            seed, gen_factors, curriculum.
     """
 
     name = "majority"  # carried into every record
     task_kind = "classification"  # trained by lit_seq.systems.SequenceClassification
 
     def __init__(
-        self,
-        length: int = 15,
-        n_train: int = 2000,
-        n_val: int = 200,
-        n_test: int = 500,
-        batch_size: int = 64,
-        seed: int = 0,
-        gen_factors: list[int] | None = None,
+        self, length: int = 15, n_train: int = 2000, n_val: int = 200, n_test: int = 500, **kwargs
     ) -> None:
-        super().__init__(batch_size=batch_size, seed=seed, gen_factors=gen_factors)
+        # its own fields first: the shared constructor checks n_train against the length
         self.length = check_int("length", length, 1)
-        self.set_split_sizes(n_train, n_val, n_test)
-
-    @property
-    def train_length(self) -> int:
-        return self.length
+        super().__init__(n_train=n_train, n_val=n_val, n_test=n_test, **kwargs)
 
     @property
     def in_features(self) -> int:

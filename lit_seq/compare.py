@@ -3,6 +3,10 @@
     python -m lit_seq.compare results/matrix "echo_pos pos_mode=sinusoidal residual=true" \
         "echo_pos pos_mode=none residual=true" --metric test_len40/acc_ood
 
+A cell is its id or any words that name only it: its block name, axis values (``none``) or
+``axis=value`` (a dotted axis by its last part): ``sinusoidal`` and ``none`` above, if no
+other cell has them. Words that name several cells are refused with the list of them.
+
 Prints each shared seed's value in both cells and their difference (b - a), then the mean
 difference with its 95% Student-t interval and the verdict: a direction only when the
 interval excludes 0, else "no difference detected". Reads the records alone, as the
@@ -28,12 +32,54 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("dir", type=Path, help="output folder of a grid (holds records/)")
-    parser.add_argument("a", help="cell a: its id, or words all found among its id's parts")
+    parser.add_argument(
+        "a",
+        help="cell a: its id, or any words that name only it: its block name, axis values "
+        "(none) or axis=value (pos_mode=none)",
+    )
     parser.add_argument("b", help="cell b, likewise; the difference is b - a")
     parser.add_argument(
         "--metric", default=None, help="metric to compare (default: test/<main metric>)"
     )
     return parser
+
+
+LISTED = 20  # cells listed when the words match none (all of them, when ambiguous)
+
+
+def _matches(word: str, parts: list[str]) -> bool:
+    """Whether ``word`` names one of a cell id's parts: the block name, ``axis=value`` (a
+    dotted axis by its last part too: ``dropout=0.1`` for ``model.dropout=0.1``) or a value
+    alone (``none`` for ``pos_mode=none``)."""
+    for part in parts:
+        key, _, value = part.partition("=")
+        if word in (part, value):
+            return True
+        wanted, eq, wanted_value = word.partition("=")
+        if eq and wanted_value == value and (key == wanted or key.endswith(f".{wanted}")):
+            return True
+    return False
+
+
+def resolve_cell(cells: list[str], words: str) -> str:
+    """The one cell of ``cells`` that ``words`` name (its id, or any subset of its block name
+    and axis values); CellNotFound listing the candidates when none or several match."""
+    if words in cells:
+        return words
+    matching = [c for c in cells if all(_matches(w, c.split("__")) for w in words.split())]
+    if len(matching) == 1:
+        return matching[0]
+    if matching:
+        listed = "".join(f"\n  {c}" for c in matching)
+        raise CellNotFound(
+            f"{words!r} matches {len(matching)} cells; add a value to pick one:{listed}"
+        )
+    more = f"\n  ... and {len(cells) - LISTED} more" if len(cells) > LISTED else ""
+    listed = "".join(f"\n  {c}" for c in cells[:LISTED])
+    raise CellNotFound(
+        f"{words!r} matches no cell; give a cell id, or words that each are its block name, an "
+        f"axis value or axis=value (a dotted axis by its last part). The cells:{listed}{more}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,9 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     aggregate = aggregate_table(runs)
     metric = args.metric or f"test/{records[0].main_metric or 'acc'}"
     try:
-        cell_a, cell_b, values_a, values_b, diff = compare_cells(
-            runs, aggregate, args.a, args.b, metric
-        )
+        cells = list(aggregate["cell"])
+        a, b = resolve_cell(cells, args.a), resolve_cell(cells, args.b)
+        cell_a, cell_b, values_a, values_b, diff = compare_cells(runs, aggregate, a, b, metric)
     except CellNotFound as err:
         print(f"lit_seq.compare: error: {err}", file=sys.stderr)
         return 2

@@ -76,7 +76,7 @@ def check_lengths(system, datamodule, gen_factors: list[int]) -> None:
     longest = max(datamodule.test_lengths)
     if longest <= max_len:
         return
-    batch = datamodule._generate(2, longest, torch.Generator().manual_seed(0))
+    batch = datamodule.draw(2, longest, torch.Generator().manual_seed(0))
     try:
         with torch.no_grad():
             system.evaluate(batch, system.test_metrics_for(longest, datamodule.train_length))

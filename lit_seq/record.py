@@ -20,6 +20,11 @@ from lit_seq.util.io import atomic_write_json, read_json
 METRICS_FILE = "metrics.json"  # in a run folder
 RECORDS = "records"  # in a grid's output folder
 RANGE_OOD = "range_ood"  # metrics prefix: a length curve's means past the training length
+# the fields that say where a record was made (lit_seq.util.environment.fit_environment)
+ENVIRONMENT_FIELDS = ["lit_seq_commit", "lit_seq_dirty", "python_version", "torch_version"]
+ENVIRONMENT_FIELDS += ["lightning_version", "device", "device_name", "cpu_capability"]
+ENVIRONMENT_FIELDS += ["cuda_version", "cudnn_version", "torch_threads", "precision"]
+ENVIRONMENT_FIELDS += ["deterministic"]
 
 
 def format_value(value: object) -> str:
@@ -41,7 +46,8 @@ def diverged_loss(metrics: dict[str, float]) -> str:
 
 @dataclass
 class FitResult:
-    """One trained and tested run: sizes, speed, checkpoints and every test metric."""
+    """One trained and tested run: sizes, speed, checkpoints, every test metric and the
+    machine and software that made them."""
 
     task: str | None = None  # the DataModule's registry name (``TASKS``)
     arch: str | None = None  # the backbone's registry name (``BACKBONES``)
@@ -67,6 +73,21 @@ class FitResult:
     # accuracy-vs-length curve: metric -> {length: value}, lengths as text (JSON keys)
     curve: dict[str, dict[str, float]] = field(default_factory=dict)
     chance: float | None = None  # the main metric of a guess (1 / classes), when known
+    # where the numbers came from (lit_seq.util.environment): per-seed values can differ
+    # between machines, verdicts over seeds should not; "" / None in records made before
+    lit_seq_commit: str = ""  # short commit of the lit_seq checkout, "" outside one
+    lit_seq_dirty: bool | None = None  # its tracked files had uncommitted changes
+    python_version: str = ""
+    torch_version: str = ""
+    lightning_version: str = ""
+    device: str = ""  # torch's device of the fit: cpu, cuda:0
+    device_name: str = ""  # the CPU's model, or the GPU's name
+    cpu_capability: str = ""  # torch's CPU kernels: DEFAULT, AVX2, AVX512
+    cuda_version: str = ""  # torch's CUDA and cuDNN on a GPU, "" on the CPU
+    cudnn_version: str = ""
+    torch_threads: int | None = None  # intra-op threads of the fit's process
+    precision: str = ""  # the Trainer's: 32-true, bf16-mixed
+    deterministic: bool | None = None  # torch's deterministic algorithms were enforced
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -114,7 +135,7 @@ class RunRecord(FitResult):
     wall_seconds: float | None = None  # the whole run, build and test included
     finished_at: str = ""  # UTC, ISO 8601
     log: str = ""  # the run's own console output
-    pack_size: int = 1  # trained in a pack of this many runs (lit_seq.pack); 1: alone
+    pack_size: int = 1  # trained in a population of this many runs (lit_seq.population); 1: alone
 
     @property
     def ok(self) -> bool:

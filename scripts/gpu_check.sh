@@ -10,7 +10,7 @@
 # Run from the repository root; uses .venv when it is there.
 #
 # A device machine that reaches no package index: carry the wheels its image lacks, made
-# here with `pip download -d wheels greenlet "jsonargparse[signatures]" wandb`, and the
+# here with `pip download -d wheels "jsonargparse[signatures]" wandb`, and the
 # script installs them (and lit_seq, without its dependencies) with --no-index first.
 set -euo pipefail
 
@@ -23,7 +23,7 @@ export WANDB_MODE=disabled
 
 WHEELS="${WHEELS:-wheels}"
 if [[ -d "$WHEELS" ]]; then
-    $PY -m pip install -q --no-index --find-links "$WHEELS" greenlet "jsonargparse[signatures]" wandb
+    $PY -m pip install -q --no-index --find-links "$WHEELS" "jsonargparse[signatures]" wandb
     $PY -m pip install -q --no-index --no-deps -e .
 fi
 

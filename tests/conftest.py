@@ -14,6 +14,7 @@ os.environ["WANDB_MODE"] = "offline"
 os.environ["WANDB_SILENT"] = "true"
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: whichever tier runs, it is checked
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """UsageError naming every test marked ``slow`` but not ``integration``."""
     untiered = [

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from lit_seq.fit import BadInput, build_cli
-from tests.helpers import REPO
+from lit_seq.fit import BadInput, build_cli, check_config, cli_main
+from tests.helpers import REPO, TINY
 
 SIGNAL = str(REPO / "configs" / "signal" / "transformer.yaml")
 ECHO = str(REPO / "configs" / "echo" / "lstm.yaml")
@@ -59,10 +59,6 @@ PARITY = str(REPO / "configs" / "parity_sum" / "transformer.yaml")
         (
             ["--config", SIGNAL, "--trainer.max_time=00:00:00:00"],
             r"trainer.max_time='00:00:00:00' must be longer than 0",
-        ),
-        (
-            ["--config", SIGNAL, "--trainer.max_steps=40", "--trainer.val_check_interval=50"],
-            r"val_check_interval=50 is longer than trainer.max_steps=40: the run would never validate",
         ),
         (["--config", PARITY, "--data.length=1"], r"length must be an integer >= 2, got 1"),
         (
@@ -198,3 +194,91 @@ def test_choices_and_the_new_options_are_checked_by_the_parser(args, expected, t
     with pytest.raises(BadInput, match=expected):
         build_cli(["--config", SIGNAL, *args, f"--run_dir={tmp_path / 'run'}"])
     assert not (tmp_path / "run").exists()
+
+
+def fit_command(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    """``python -m lit_seq.fit ARGS``, W&B off, from the repository."""
+    env = {**os.environ, "WANDB_MODE": "offline", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "lit_seq.fit", *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, env=env, cwd=REPO, timeout=timeout
+    )
+
+
+CONFIG_KEYS = (
+    "['checkpoint_every', 'ckpt_path', 'data', 'model', 'range_eval', 'run_dir', "
+    "'seed_everything', 'target', 'trainer', 'wandb', 'wandb_config', 'wandb_entity', "
+    "'wandb_group', 'wandb_log_model', 'wandb_project', 'wandb_save_requirements', 'wandb_tags']"
+)
+
+
+@pytest.mark.parametrize("where", ["file", "flag"])
+def test_an_unknown_top_level_key_is_refused_with_the_keys_allowed(where, tmp_path):
+    extra = tmp_path / "extra.yaml"
+    extra.write_text("modle:\n  lr: 0.1\n")
+    args = ["--config", str(extra)] if where == "file" else ["--modle.lr=0.1"]
+    with pytest.raises(BadInput) as error:
+        build_cli(["--config", ECHO, *args, f"--run_dir={tmp_path / 'run'}"])
+    assert str(error.value) == f"unknown key 'modle'; the keys of a fit's config are {CONFIG_KEYS}"
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.integration
+def test_help_says_which_of_several_configs_and_flags_wins(tmp_path):
+    result = fit_command("--help")
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert (
+        "Which setting wins: arguments are read left to right and a later one wins. So with "
+        "--config a.yaml --config b.yaml --model.lr 0.01, b.yaml wins over a.yaml and the flag "
+        "over both; a flag placed before a --config is overridden by that file."
+    ) in text
+    # and that is what happens
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text("model:\n  init_args:\n    lr: 0.1\n")
+    b.write_text("model:\n  init_args:\n    lr: 0.2\n")
+    lr = lambda *args: check_config(["--config", ECHO, *args]).model.hparams.lr  # noqa: E731
+    assert lr("--config", str(a), "--config", str(b)) == 0.2
+    assert lr("--config", str(a), "--config", str(b), "--model.lr=0.3") == 0.3
+    assert lr("--model.lr=0.3", "--config", str(a)) == 0.1
+
+
+@pytest.mark.integration
+def test_a_quick_run_shrinks_the_validation_interval_and_says_so(tmp_path):
+    # parity_sum / transformer validates every 250 steps: a 4-step run validated never
+    run_dir = tmp_path / "run"
+    result = fit_command(
+        "--config",
+        PARITY,
+        "--trainer.max_steps",
+        "4",
+        "--data.init_args.n_train=64",
+        "--data.init_args.n_val=32",
+        "--data.init_args.n_test=32",
+        "--trainer.enable_progress_bar=false",
+        "--wandb=off",
+        f"--run_dir={run_dir}",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    note = (
+        "note: trainer.val_check_interval=250 is longer than trainer.max_steps=4: validating "
+        "every 4 steps instead"
+    )
+    assert note in result.stdout.splitlines()
+    assert (run_dir / "checkpoints" / "best-step=4.ckpt").is_file()
+    # a grid checks its cells with check_config: the same interval, so the same run
+    cli = check_config(["--config", PARITY, "--trainer.max_steps=4"])
+    assert cli.config.trainer.val_check_interval == 4
+
+
+@pytest.mark.integration
+def test_a_batch_larger_than_the_training_set_is_capped_with_a_note(tmp_path, capsys):
+    small = ["--data.init_args.n_train=100", "--data.init_args.batch_size=512"]
+    result = cli_main(["--config", ECHO, f"--run_dir={tmp_path / 'run'}", *TINY, *small])
+    header = capsys.readouterr().out.splitlines()
+    assert (
+        "note: data.batch_size=512 is more than data.n_train=100: every training batch is the "
+        "whole training set (100 sequences), and samples/s counts 100"
+    ) in header
+    # throughput of the batches trained (100 each), not of the configured 512
+    assert result.samples_per_second * result.train_seconds <= 100 * result.steps * 1.01

@@ -7,9 +7,11 @@ reported beside it, and the interval comes from the selected cell's seeds.
 
 import math
 
+import pandas as pd
+
 from lit_seq.fit.scoring import past_training_means
 from lit_seq.record import RunRecord
-from lit_seq.results.best import best_markdown, best_table, best_tables
+from lit_seq.results.best import best_markdown, best_table, best_tables, score_column
 from lit_seq.results.tables import aggregate_table, runs_table
 
 
@@ -77,12 +79,15 @@ def test_the_best_run_is_chosen_on_validation_and_the_maximum_is_shown_beside_it
     assert (none["best_by_val"], none["val"]) == ("lr=0.01 seed=0", 0.9)
     assert none["best_by_val_score"] == 0.60
     assert (none["max"], none["max_run"]) == (0.70, "lr=0.001 seed=0")
-    # the interval is over the cell's selected seeds: 0.60, 0.50, 0.40
-    assert math.isclose(none["cell_mean"], 0.5) and none["cell_n"] == 3
-    assert none["cell_values"] == "0.600 0.500 0.400"
+    # the interval is over the cell's reported seeds, 0.50 and 0.40: seed 0 chose the rate
+    assert math.isclose(none["cell_mean"], 0.45) and none["cell_n"] == 2
+    assert none["cell_values"] == "0.500 0.400"
     assert none["runs"] == 4
     rotary = per_cell.loc["t__task=echo__pos_mode=rotary"]
-    assert rotary["best_by_val"] == "lr=0.01 seed=0"  # a tie goes to the run listed first
+    # a tie (no val/loss to break it) goes to the run listed first, and is counted
+    assert rotary["best_by_val"] == "lr=0.01 seed=0" and rotary["val_ties"] == 2
+    assert rotary["tied_runs"] == "lr=0.01 seed=0; lr=0.001 seed=0"
+    assert math.isclose(rotary["tied_score"], 0.325)  # 0.30 and 0.35
 
 
 def test_per_task_and_arch_the_best_encoding_is_the_best_run_on_validation():
@@ -117,3 +122,59 @@ def test_a_run_is_named_by_what_sets_it_apart_and_an_unset_axis_is_left_out():
     assert row["best_by_val"] == "block=t pos_mode=rotary lr=0.01 seed=0"  # first of the ties
     assert row["max_run"] == "block=spec seed=0"  # no pos_mode=nan, lr=nan
     assert row["max"] == 0.9
+
+
+def _step_run(pos_mode: str, seed: int, val: float, loss: float, acc: float, ood: float):
+    """A per-step task's run: ``range_ood/acc`` counts the first N positions of each longer
+    sequence, ``range_ood/acc_ood`` only the positions past N."""
+    return RunRecord(
+        run_id=f"e__pos_mode={pos_mode}__seed={seed}",
+        block="e",
+        cell=f"e__pos_mode={pos_mode}",
+        task="sum_mod",
+        arch="transformer",
+        axes={"pos_mode": pos_mode},
+        axis_order=["pos_mode"],
+        seed=seed,
+        main_metric="acc",
+        status="ok",
+        metrics={"test/acc": 1.0, "range_ood/acc": acc, "range_ood/acc_ood": ood},
+        val_metrics={"val/acc": val, "val/loss": loss},
+        index=2 * seed + (pos_mode == "rotary"),
+    )
+
+
+def test_a_per_step_task_is_ranked_and_scored_past_n_and_ties_are_listed_and_broken():
+    # every run reaches val 1.000: a four-way tie, broken by the lower val/loss (rotary seed
+    # 1, 0.02), not by grid order; "learnable" scores 0.30 on range_ood/acc but 0.20 past N
+    records = [
+        _step_run("learnable", 0, 1.0, 0.05, 0.60, 0.20),
+        _step_run("rotary", 0, 1.0, 0.04, 0.55, 0.50),
+        _step_run("learnable", 1, 1.0, 0.03, 0.62, 0.25),
+        _step_run("rotary", 1, 1.0, 0.02, 0.50, 0.45),
+    ]
+    runs = runs_table(records)
+    aggregate = aggregate_table(runs)
+    row = best_table(runs, aggregate, ["task", "arch"]).iloc[0]
+    assert row["score"] == "range_ood/acc_ood"
+    assert (row["best_by_val"], row["best_by_val_score"]) == ("pos_mode=rotary seed=1", 0.45)
+    assert row["val_ties"] == 4 and row["tied_runs"].startswith("pos_mode=rotary seed=1; ")
+    assert math.isclose(row["tied_score"], (0.20 + 0.50 + 0.25 + 0.45) / 4)
+    assert (row["max"], row["max_run"]) == (0.50, "pos_mode=rotary seed=0")  # not 0.62
+    text = best_markdown(best_tables(runs, aggregate))
+    assert (
+        "pos_mode=rotary seed=1 (val 1.000; first of 4 tied (lower val/loss, then grid order))"
+        in text
+    )
+    assert "0.450 (tied runs: mean 0.350)" in text
+    assert "its cell: mean [95% bootstrap]" in text
+
+
+def test_without_a_range_evaluation_a_per_step_task_is_scored_on_its_longest_acc_ood():
+    def metrics(*names: str) -> pd.DataFrame:
+        return pd.DataFrame({name: [0.5] for name in names})
+
+    per_step = metrics("test/acc", "test_len128/acc_ood", "test_len40/acc_ood", "test_len40/acc")
+    assert score_column(per_step, "acc") == "test_len128/acc_ood"  # by length, not by text
+    assert score_column(metrics("test/acc", "test_len40/acc"), "acc") == "test/acc"
+    assert score_column(metrics("test/exact", "range_ood/exact"), "exact") == "range_ood/exact"

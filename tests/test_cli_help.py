@@ -5,7 +5,9 @@ import sys
 import typing
 
 import pytest
+from jsonargparse import ArgumentParser
 
+from lit_seq.data import TASKS
 from lit_seq.fit import BadInput, build_cli
 from lit_seq.fit.header import options_help
 from lit_seq.models import BACKBONES, POS_MODES, READOUTS
@@ -37,6 +39,24 @@ def test_help_lists_the_model_and_task_options_with_their_allowed_values():
     assert max(len(line) for line in text.splitlines()) <= 100
 
 
+@pytest.mark.parametrize("task", list(TASKS.values()), ids=list(TASKS))
+def test_data_help_lists_the_shared_options_with_their_docs(task):
+    """A task hands the shared options to SyntheticDataModule through **kwargs; the parser
+    follows them, so --data.help lists each one with its doc (and none a task keeps back)."""
+    parser = ArgumentParser()
+    parser.add_class_arguments(task)
+    text = " ".join(parser.format_help().split())
+    for option, doc in (
+        ("--batch_size", "examples per batch in every split."),
+        ("--seed", "seed of the data generation and of the training shuffle order."),
+        ("--gen_factors", "length-generalisation test sets at k x the training length"),
+    ):
+        assert f"{option} " in text and doc in text
+    offers = task.name not in ("signal", "seq2seq")  # the two tasks without a curriculum
+    assert ("--curriculum " in text) == offers
+    assert ("--n_val " in text) == (task.name != "signal")  # signal counts per class
+
+
 def test_the_choice_fields_are_typed_by_the_registries():
     hints = typing.get_type_hints(SequenceSystem.__init__)
     assert typing.get_args(hints["arch"]) == tuple(BACKBONES)
@@ -64,7 +84,7 @@ def test_the_command_line_help_opens_with_them():
 @pytest.mark.parametrize(
     ("option", "expected"),
     [
-        ("--model.readout=clss", "readout='clss' is not one of ['mean', 'cls', 'last']"),
+        ("--model.readout=clss", "readout='clss' is not one of ['mean', 'cls', 'last', 'empty']"),
         ("--model.optimizer=sgd", "optimizer='sgd' is not one of ['adam', 'adamw']"),
     ],
 )

@@ -6,6 +6,17 @@ import torch
 from lit_seq.data import TASKS, SyntheticDataModule, TensorDictDataset, batch_loader
 from lit_seq.systems import SYSTEMS
 
+# Delétang et al.'s tasks (tests/test_data_chomsky_tasks.py): one label, or a string
+# output of a length set by the input's, written after it
+CHOMSKY_CLASSIFICATION = ("even_pairs", "cycle_navigation")
+CHOMSKY_OUTPUT_LENGTH = {
+    "reverse_string": lambda n: n,
+    "stack_manipulation": lambda n: n + 1,
+    "duplicate_string": lambda n: 2 * n,
+    "odds_first": lambda n: n,
+    "binary_addition": lambda n: n + 1,
+}
+
 # Tiny but valid sizes per task; gen_factors stay at the default [2, 4].
 SMALL = {
     "signal": dict(length=16, n_per_class=4, n_eval_per_class=2),
@@ -16,6 +27,10 @@ SMALL = {
     "modular_arithmetic": dict(length=5, n_train=12, n_val=4, n_test=5),
     "sum_mod": dict(length=6, n_train=12, n_val=4, n_test=5),
     "associative_recall": dict(length=8, n_pairs=2, vocab=20, n_train=12, n_val=4, n_test=5),
+    **{
+        task: dict(length=6, n_train=12, n_val=4, n_test=5)
+        for task in CHOMSKY_CLASSIFICATION + tuple(CHOMSKY_OUTPUT_LENGTH)
+    },
 }
 
 
@@ -41,7 +56,14 @@ def expected_layout(task: str, dm: SyntheticDataModule, n: int, length: int) -> 
             "y": ((n, length), torch.float32),
             "mask": ((n, length), torch.bool),
         }
-    if task in ("parity_check", "modular_arithmetic"):
+    if task in CHOMSKY_OUTPUT_LENGTH:
+        out = CHOMSKY_OUTPUT_LENGTH[task](length)
+        return {
+            "x": ((n, length, dm.in_features), torch.float32),
+            "y": ((n, out), torch.long),
+            "mask": ((n, out), torch.bool),
+        }
+    if task in ("parity_check", "modular_arithmetic", *CHOMSKY_CLASSIFICATION):
         length -= task == "modular_arithmetic" and length % 2 == 0  # odd expressions only
         return {"x": ((n, length, dm.in_features), torch.float32), "y": ((n,), torch.long)}
     if task in ("sum_mod", "associative_recall"):
@@ -67,6 +89,13 @@ def test_registry_lists_every_task_once():
         "modular_arithmetic",
         "sum_mod",
         "associative_recall",
+        "even_pairs",
+        "cycle_navigation",
+        "reverse_string",
+        "stack_manipulation",
+        "duplicate_string",
+        "odds_first",
+        "binary_addition",
     ]
     assert {cls.task_kind for cls in TASKS.values()} == set(SYSTEMS)
     assert all(issubclass(cls, SyntheticDataModule) for cls in TASKS.values())
@@ -209,6 +238,26 @@ def test_datamodule_loaders_yield_dict_batches(task):
     assert len(loaders) == len(dm.test_prefixes)
     for loader, split in zip(loaders, dm.test_sets, strict=True):
         assert sum(len(b[key]) for b in loader) == len(split)
+
+
+@pytest.mark.parametrize("task", list(TASKS))
+def test_draw_makes_the_split_it_names(task):
+    """``draw`` is how the splits are built: from a split's own generator (seed * 1000 + its
+    index) it gives that split again, held-out sequences (echo) included."""
+    dm = make(task)
+
+    def generator(index: int) -> torch.Generator:
+        return torch.Generator().manual_seed(dm.seed * 1000 + index)
+
+    length = dm.train_length
+    val = dm.draw(dm.n_val, length, generator(1), split="val")
+    test = dm.draw(dm.n_test, length, generator(2))  # split="test", the default
+    longest = dm.draw(dm.n_test, dm.test_lengths[-1], generator(len(dm.test_lengths) + 1))
+    for drawn, split in ((val, dm.val_set), (test, dm.test_sets[0]), (longest, dm.test_sets[-1])):
+        assert drawn.keys() == split.tensors.keys()
+        assert all(torch.equal(drawn[k], split.tensors[k]) for k in drawn)
+    with pytest.raises(ValueError, match=r"split='tset' is not one of \['train', 'val', 'test'\]"):
+        dm.draw(2, length, generator(0), split="tset")
 
 
 BAD_ARGS = [

@@ -117,8 +117,9 @@ def test_associative_recall_worked_example_is_zoologys():
 
 @pytest.mark.parametrize("n_queries", [None, 2])
 def test_associative_recall_queries_recall_the_value_paired_with_their_key(n_queries):
-    dm = AssociativeRecallData(length=16, n_pairs=3, n_queries=n_queries, vocab=40)
-    dm.set_split_sizes(30, 5, 5)
+    dm = AssociativeRecallData(
+        length=16, n_pairs=3, n_queries=n_queries, vocab=40, n_train=30, n_val=5, n_test=5
+    )
     dm.setup()
     queries = 3 if n_queries is None else n_queries
     for split, factor in zip([dm.train_set, *dm.test_sets], [1, 1, 2, 4], strict=True):

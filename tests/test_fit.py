@@ -1,5 +1,6 @@
 """End-to-end behaviour of ``python -m lit_seq.fit`` (in-process, tiny sizes)."""
 
+import dataclasses
 import json
 
 import pytest
@@ -7,7 +8,7 @@ import torch
 
 from lit_seq.data import TASKS
 from lit_seq.fit import BadInput, build_cli, check_config
-from lit_seq.models import BACKBONES
+from lit_seq.models import BACKBONES, BackboneOptions
 from lit_seq.record import METRICS_FILE
 from lit_seq.systems import SYSTEMS
 from tests.helpers import CONFIGS, REPO, tiny_fit
@@ -119,6 +120,18 @@ def test_registries_are_keyed_by_the_names_their_classes_carry():
     assert sorted(SYSTEMS) == sorted({cls.task_kind for cls in TASKS.values()})
     for name, build in BACKBONES.items():
         assert build(d_model=8, n_layers=1).arch == name
+
+
+@pytest.mark.parametrize("system", list(SYSTEMS.values()), ids=lambda s: s.__name__)
+def test_the_network_is_built_from_the_saved_hyperparameters(system):
+    """The options that build the network are the checkpoint's hparams, field for field, so
+    a reloaded checkpoint (``system(**hparams)``) builds the same network."""
+    model = system(
+        out_features=3, d_model=16, n_layers=1, n_heads=2, d_ff=24, dropout=0.2, pos_mode="rotary"
+    )
+    saved = {f.name: model.hparams[f.name] for f in dataclasses.fields(BackboneOptions)}
+    assert dataclasses.asdict(model.backbone_options) == saved
+    assert saved["d_ff"] == 24 and saved["pos_mode"] == "rotary"
 
 
 def test_a_system_of_another_kind_is_refused_in_one_line_before_any_run_folder(tmp_path):

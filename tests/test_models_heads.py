@@ -115,7 +115,9 @@ def test_cls_on_a_backbone_blind_to_the_sequence_raises(arch, extra):
 
 
 def test_unknown_readout_raises():
-    with pytest.raises(ValueError, match=r"readout='max' is not one of \['mean', 'cls', 'last'\]"):
+    with pytest.raises(
+        ValueError, match=r"readout='max' is not one of \['mean', 'cls', 'last', 'empty'\]"
+    ):
         SequenceClassifier(make_backbone("transformer"), F_IN, C, D, readout="max")
 
 

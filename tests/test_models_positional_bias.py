@@ -355,7 +355,7 @@ def test_every_pos_mode_takes_finite_training_steps_on_every_task(config, pos_mo
     small batch of its own task: finite loss, every parameter that gets a gradient moves."""
     cli = check_config(["--config", str(config), f"--model.init_args.pos_mode={pos_mode}"])
     system, data = cli.model, cli.datamodule
-    batch = data._generate(8, data.train_length, torch.Generator().manual_seed(0))
+    batch = data.draw(8, data.train_length, torch.Generator().manual_seed(0), split="train")
     optimizer, _ = system.build_optimizer(total_steps=2)
     before = [p.detach().clone() for p in system.parameters()]
     for _ in range(2):

@@ -1,35 +1,92 @@
-"""Intervals, paired differences and the compare command, on worked numbers."""
+"""Intervals, tests and q values on worked numbers; the compare command and its library."""
 
 import math
 
+import numpy as np
 import pytest
 
 from lit_seq.compare import main as compare_main
 from lit_seq.record import RunRecord, write_record
-from lit_seq.results.stats import paired_difference, success_rate, t_interval, t_quantile_975
+from lit_seq.results.compare import difference_lines, selection_notes
+from lit_seq.results.stats import (
+    bh_q_values,
+    bootstrap_interval,
+    paired_difference,
+    sign_flip_p,
+    smallest_sign_flip_p,
+    success_rate,
+    wilson_interval,
+)
+from lit_seq.results.tables import aggregate_table, runs_table
 
 
-def test_t_interval_worked_example():
-    # [0.9, 1.0, 0.8]: mean 0.9, s = 0.1, t(0.975, 2) = 4.303 -> 0.9 ± 0.2484
-    interval = t_interval([0.9, 1.0, 0.8])
-    assert interval.n == 3 and interval.mean == pytest.approx(0.9)
-    assert (interval.low, interval.high) == pytest.approx((0.65156, 1.14844), abs=1e-4)
+def test_bootstrap_interval_worked_example_is_seeded():
+    # [0.9, 1.0, 0.8, 0.7, 0.95]: mean 0.87; 10,000 resamples from generator seed 0 put the
+    # 2.5% and 97.5% resampled means at 0.77 and 0.96, every time
+    interval = bootstrap_interval([0.9, 1.0, 0.8, 0.7, 0.95])
+    assert interval.n == 5 and interval.mean == pytest.approx(0.87)
+    assert (interval.low, interval.high) == pytest.approx((0.77, 0.96))
+    assert bootstrap_interval([0.9, 1.0, 0.8, 0.7, 0.95]) == interval
 
 
-def test_one_value_has_no_interval_and_none_has_no_mean():
-    assert math.isnan(t_interval([0.7]).low) and t_interval([0.7]).mean == 0.7
-    assert math.isnan(t_interval([]).mean)
+def test_bootstrap_interval_of_few_or_equal_values():
+    assert math.isnan(bootstrap_interval([0.7]).low) and bootstrap_interval([0.7]).mean == 0.7
+    assert math.isnan(bootstrap_interval([]).mean)
+    same = bootstrap_interval([1.0, 1.0, 1.0])
+    assert (same.mean, same.low, same.high) == (1.0, 1.0, 1.0)
 
 
-def test_t_quantile_agrees_with_the_published_table():
-    # published values: t(0.975, 1) = 12.706, t(0.975, 4) = 2.776, t(0.975, 40) = 2.021,
-    # t(0.975, 120) = 1.980 (to the table's three decimals)
-    assert t_quantile_975(1) == pytest.approx(12.706, abs=5e-4)
-    assert t_quantile_975(4) == pytest.approx(2.776, abs=5e-4)
-    assert t_quantile_975(40) == pytest.approx(2.021, abs=1e-3)
-    assert t_quantile_975(120) == pytest.approx(1.980, abs=1e-3)
-    with pytest.raises(ValueError):
-        t_quantile_975(0)
+@pytest.mark.parametrize(
+    "values",
+    [
+        [0.018, 0.6, 0.55],  # t: 0.389 ± 0.80, i.e. [-0.41, 1.19]
+        [1.0, 1.0, 1.0, 0.98],  # t reaches above 1
+        [0.0, 0.0, 0.01],  # and below 0
+        [0.0, 1.0],
+        [0.0, 1.0, 1.0, 1.0, 1.0, 0.02, 0.99, 1.0, 1.0, 0.5],
+        list(np.random.default_rng(3).beta(0.3, 0.3, size=5)),  # piled at both ends
+    ],
+)
+def test_no_interval_of_an_accuracy_leaves_0_1(values):
+    interval = bootstrap_interval(values)
+    assert 0.0 <= interval.low <= interval.mean <= interval.high <= 1.0
+    # it stays inside the seeds' own range, so inside any bound the metric has
+    assert min(values) <= interval.low and interval.high <= max(values)
+
+
+def test_wilson_interval_worked_example():
+    # 4 of 5: (0.8 + 1.96²/10) / (1 + 1.96²/5) = 0.6697, half width
+    # 1.96 / (1 + 1.96²/5) * sqrt(0.8 * 0.2 / 5 + 1.96² / 100) = 0.2941
+    assert wilson_interval(4, 5) == pytest.approx((0.3755, 0.9638), abs=1e-4)
+    assert wilson_interval(0, 5) == pytest.approx((0.0, 0.4345), abs=1e-4)  # not empty at 0/n
+    assert wilson_interval(5, 5) == pytest.approx((0.5655, 1.0), abs=1e-4)
+    assert all(math.isnan(v) for v in wilson_interval(0, 0))
+
+
+def test_success_rate_counts_values_at_or_above_the_threshold():
+    assert success_rate([0.99, 0.95, 1.0, 0.30], 0.99) == (2, 4)
+
+
+def test_sign_flip_p_counts_sign_patterns_exactly():
+    # all three of one sign: 2 of the 8 patterns are as far from 0 -> 0.25
+    assert sign_flip_p([0.20, 0.22, 0.19]) == pytest.approx(0.25)
+    # magnitudes 0.1 0.2 0.3 0.1 0.25 0.15 (sum 1.1), observed sum 0.9: a pattern is as far
+    # when its negatives sum to <= 0.1 (none, either 0.1: 3 patterns) or >= 1.0 (their 3
+    # mirrors) -> 6/64
+    assert sign_flip_p([0.1, 0.2, 0.3, -0.1, 0.25, 0.15]) == pytest.approx(6 / 64)
+    assert sign_flip_p([0.1] * 6) == pytest.approx(2 / 64)  # the least p of 6 seeds
+    assert sign_flip_p([0.0, 0.0, 0.0]) == 1.0 and math.isnan(sign_flip_p([0.3]))
+    assert smallest_sign_flip_p(5) == 0.0625 and smallest_sign_flip_p(6) == 0.03125
+
+
+def test_bh_q_values_worked_example():
+    # sorted p 0.005 0.01 0.03 0.04 times m/rank 4/1 4/2 4/3 4/4 -> 0.02 0.02 0.04 0.04,
+    # then the running minimum from the largest down (already monotone)
+    assert bh_q_values([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.02, 0.04, 0.04, 0.02])
+    # step-up: 0.01 * 4 = 0.04, and 0.02 * 4/2 = 0.03 * 4/3 = 0.04; 0.5 stays 0.5
+    assert bh_q_values([0.01, 0.02, 0.03, 0.5]) == pytest.approx([0.04, 0.04, 0.04, 0.5])
+    q = bh_q_values([0.01, math.nan, 0.04])  # a comparison without a p does not count
+    assert q[0] == pytest.approx(0.02) and math.isnan(q[1]) and q[2] == pytest.approx(0.04)
 
 
 def test_paired_difference_uses_shared_seeds_and_words_the_verdict():
@@ -38,14 +95,22 @@ def test_paired_difference_uses_shared_seeds_and_words_the_verdict():
     diff = paired_difference(a, b)
     assert diff.seeds == [0, 1, 2]
     assert diff.differences == pytest.approx([0.20, 0.22, 0.19])
-    assert diff.interval.excludes_zero and diff.verdict == "b is higher"
-    noisy = paired_difference({0: 0.5, 1: 0.6, 2: 0.4}, {0: 0.6, 1: 0.5, 2: 0.45})
-    assert noisy.verdict == "no difference detected"
+    # the interval excludes 0, but 3 seeds cannot give p < 0.05: no direction claimed
+    assert diff.interval.excludes_zero and diff.p == pytest.approx(0.25)
+    assert diff.verdict == "no difference detected"
+    six = paired_difference({s: 0.5 for s in range(6)}, {s: 0.6 + 0.01 * s for s in range(6)})
+    assert six.p == pytest.approx(2 / 64) and six.verdict == "b is higher"
     assert paired_difference({0: 0.5}, {0: 0.6}).verdict.startswith("too few")
 
 
-def test_success_rate_counts_values_at_or_above_the_threshold():
-    assert success_rate([0.99, 0.95, 1.0, 0.30], 0.99) == (2, 4)
+def test_difference_lines_say_what_few_seeds_cannot_show():
+    diff = paired_difference({0: 0.50, 1: 0.60, 2: 0.55}, {0: 0.70, 1: 0.82, 2: 0.74})
+    assert difference_lines(diff) == [
+        "mean difference +0.2033 [+0.1900, +0.2200] (95% bootstrap, n=3); sign-flip p = 0.25 "
+        "(exact: all 8 sign patterns): no difference detected",
+        "3 seeds can never give p below 0.05 (their least p is 0.25): a difference needs at "
+        "least 6 shared seeds to be detected",
+    ]
 
 
 def _record(cell: str, seed: int, acc: float) -> RunRecord:
@@ -65,16 +130,15 @@ def _record(cell: str, seed: int, acc: float) -> RunRecord:
 
 
 def test_compare_command_prints_the_paired_difference(tmp_path, capsys):
-    for seed, (sin, none) in enumerate([(0.52, 0.61), (0.53, 0.60), (0.51, 0.62)]):
-        write_record(tmp_path, _record("b__pos_mode=sinusoidal", seed, sin))
-        write_record(tmp_path, _record("b__pos_mode=none", seed, none))
+    for seed in range(6):
+        write_record(tmp_path, _record("b__pos_mode=sinusoidal", seed, 0.50 + 0.01 * seed))
+        write_record(tmp_path, _record("b__pos_mode=none", seed, 0.59 + 0.01 * seed))
     code = compare_main(
         [str(tmp_path), "pos_mode=sinusoidal", "pos_mode=none", "--metric", "test_len40/acc_ood"]
     )
     out = capsys.readouterr().out
     assert code == 0
-    assert "mean difference +0.0900" in out and "b is higher" in out
-    assert "+0.0900" in out and "(95% t, n=3)" in out
+    assert "mean difference +0.0900" in out and "b is higher" in out and "n=6" in out
 
 
 def test_compare_names_the_problem_in_one_line(tmp_path, capsys):
@@ -84,3 +148,20 @@ def test_compare_names_the_problem_in_one_line(tmp_path, capsys):
     assert compare_main([str(tmp_path), "b", "b", "--metric", "test/accc"]) == 2
     assert "metric 'test/accc' is not one of" in capsys.readouterr().err
     assert compare_main([str(tmp_path / "nothing"), "a", "b"]) == 2
+
+
+def test_every_interval_of_the_tables_stays_in_0_1():
+    # a bimodal cell (two seeds solve it, one never learns): t would give [-0.41, 1.19]
+    values = {0: 0.018, 1: 0.6, 2: 0.55, 3: 1.0, 4: 0.99}
+    records = [_record("b__pos_mode=none", s, v) for s, v in values.items()]
+    records += [_record("b__pos_mode=alibi", s, 1.0 - 0.001 * s) for s in range(5)]
+    aggregate = aggregate_table(runs_table(records))
+    lows = aggregate.filter(regex=r"(acc|acc_ood)_(ci|success)_low$").to_numpy().ravel()
+    highs = aggregate.filter(regex=r"(acc|acc_ood)_(ci|success)_high$").to_numpy().ravel()
+    assert len(lows) == len(highs) == 2 * 4 and (lows >= 0).all() and (highs <= 1).all()
+    none = aggregate.set_index("cell").loc["b__pos_mode=none"]
+    assert none["test_len40/acc_ood_success"] == "2/5"
+    assert (none["test_len40/acc_ood_success_low"], none["test_len40/acc_ood_success_high"]) == (
+        pytest.approx(wilson_interval(2, 5))
+    )
+    assert selection_notes(aggregate, {"a": "b__pos_mode=none"}) == []  # no select: block

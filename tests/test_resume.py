@@ -9,6 +9,7 @@ with nothing left to train) is refused in one line.
 import csv
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -277,7 +278,10 @@ def test_a_signal_saves_where_the_fit_stopped_and_exits_with_its_status(
     line = stderr.decode().strip().splitlines()[-1]
     name = signal.Signals(signum).name
     assert line.startswith(f"lit_seq.fit: stopped by {name} at step ")
-    assert f"resume with --run_dir {run_dir} --ckpt_path last" in line
+    assert line.endswith(
+        f"resume with: python -m lit_seq.fit --config {run_dir / 'config.yaml'} "
+        f"--run_dir {run_dir} --ckpt_path last"
+    )
     assert not (run_dir / METRICS_FILE).exists()
     stopped_at = int(line.split(" at step ")[1].split(",")[0])
     assert 10 <= stopped_at < 150
@@ -287,6 +291,30 @@ def test_a_signal_saves_where_the_fit_stopped_and_exits_with_its_status(
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert metrics(run_dir)["metrics"] == metrics(straight)["metrics"]
     assert (run_dir / "metrics.csv").read_text() == (straight / "metrics.csv").read_text()
+
+
+@pytest.mark.integration
+def test_the_printed_resume_command_works_when_pasted(tmp_path):
+    # a config that is not the default one, with overrides: the hint must bring them back
+    run_dir = tmp_path / "run"
+    args = [a if a != str(ECHO_TRANSFORMER) else str(ECHO_RNN) for a in EXACT]
+    command = [sys.executable, "-m", "lit_seq.fit", *args, LONG, f"--run_dir={run_dir}"]
+    process = subprocess.Popen(
+        command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    wait_for_checkpoint(process, run_dir)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate()
+    assert process.returncode == 130
+    line = stderr.decode().strip().splitlines()[-1]
+    pasted = shlex.split(line.split("resume with: ", 1)[1])
+    assert pasted[:3] == ["python", "-m", "lit_seq.fit"]
+    resumed = subprocess.run(
+        [sys.executable, *pasted[1:]], cwd=tmp_path, env=ENV, capture_output=True, text=True
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "(resuming at step " in resumed.stdout
+    assert metrics(run_dir)["steps"] == 150 and metrics(run_dir)["arch"] == "rnn"
 
 
 class SignalAt(L.Callback):

@@ -53,6 +53,8 @@ class RunView:
 
     id: str = ""
     name: str = ""
+    project: str = ""
+    entity: str = ""
     group: str = ""
     job_type: str = ""
     tags: list = field(default_factory=list)
@@ -77,6 +79,7 @@ def read_run(folder: Path) -> RunView:
         if kind == "run":
             run = record.run
             view.id, view.name, view.group = run.run_id, run.display_name, run.run_group
+            view.project, view.entity = run.project, run.entity
             view.job_type, view.tags = run.job_type, list(run.tags)
             view.config.update({_key(i): json.loads(i.value_json) for i in run.config.update})
         elif kind == "config":

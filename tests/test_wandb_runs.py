@@ -68,6 +68,10 @@ def test_a_fit_logs_a_train_run_with_resolved_config_and_a_full_summary(tmp_path
     # the linked fields as the model has them, not their parse-time defaults (1 and 512)
     assert (model["out_features"], model["max_len"]) == (3, 256)
     assert view.config["out_features"] == 3
+    # where it ran, as its record says (lit_seq.util.environment)
+    environment = view.config["environment"]
+    assert environment["torch_version"] == result.torch_version == torch.__version__
+    assert (environment["device"], environment["precision"]) == (result.device, result.precision)
     summary = view.summary
     assert summary["status"] == "ok" and summary["params"] == result.params
     assert summary["steps"] == 6 and summary["train_seconds"] > 0

@@ -2,17 +2,21 @@
 
     python -m lit_seq.ablate ablations/smoke.yaml [--out DIR] [--workers N] [--dry-run]
                              [--pack auto|on|off]
-                             [--wandb auto|online|offline|off] [--executor local|ray]
+                             [--wandb auto|online|offline|off] [--wandb-project P]
+                             [--wandb-entity E] [--executor local|ray]
                              [--ray-address auto|HOST:PORT] [--ray-num-cpus C] [--ray-num-gpus G]
 
 Results go to ``--out`` (default ``results/<grid name>``): one record per run, then the
 tables (runs / aggregate as CSV, Parquet, Markdown) and plots; ``python -m lit_seq.report
 DIR`` rebuilds those from the records. Finished runs are skipped on a re-run; failed or
 interrupted ones run again, with either executor. A folder made by a different grid is refused.
+W&B project and entity, first found wins: --wandb-project / --wandb-entity, the grid's
+``wandb: {project: P, entity: E}``, WANDB_PROJECT / WANDB_ENTITY, the default (lit_seq).
 Exit codes: 0 every run ok, 1 some run failed, 2 bad input (nothing trained or touched).
 """
 
 import argparse
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,13 +30,13 @@ from lit_seq.ablate.jobs import Executor, GridJob, RayOptions
 from lit_seq.ablate.local_pool import run_local
 from lit_seq.ablate.order import longest_first
 from lit_seq.ablate.packing import PACK_MODES
-from lit_seq.ablate.progress import GridProgress
+from lit_seq.ablate.progress import GridProgress, wrap
 from lit_seq.ablate.ray_executor import ray_options, require_ray, run_ray
 from lit_seq.ablate.run_one import failed_record
 from lit_seq.ablate.selection import resolve
 from lit_seq.ablate.spec import Run
 from lit_seq.ablate.wandb_summary import log_summary
-from lit_seq.fit.wandb_modes import WANDB_MODES, resolve_wandb_mode
+from lit_seq.fit.wandb_modes import DEFAULT_PROJECT, WANDB_MODES, resolve_wandb_mode, wandb_target
 from lit_seq.record import RunRecord, read_records, write_record
 from lit_seq.results.report import build_report
 from lit_seq.util.runtime import disk_full
@@ -63,16 +67,29 @@ def build_parser() -> argparse.ArgumentParser:
         "--pack",
         choices=PACK_MODES,
         default="auto",
-        help="train runs of one shape together as one stacked model, each still its own run "
-        "(docs/packing.md): auto = only the model families measured to be faster packed on "
-        "this kind of device (so far none: not on CPU, not yet measured on GPU), on = every "
-        "packable run, off = each run alone; local executor only",
+        help="train runs of one shape (seeds, learning rates) together as one population in "
+        "one loop, each still its own run (docs/packing.md): auto = only the model families "
+        "measured to be faster that way on this kind of device (CPU: rnn and lstm; GPU: not "
+        "measured yet, none), on = every packable run, off = each run alone; local executor "
+        "only",
     )
     parser.add_argument(
         "--wandb",
         choices=WANDB_MODES,
         default="auto",
         help="W&B: auto = online with an API key, else offline files; off = no W&B",
+    )
+    parser.add_argument(
+        "--wandb-project",
+        metavar="P",
+        help="W&B project of every run and of the summary run; wins over the grid's "
+        "wandb: {project: ...}, which wins over WANDB_PROJECT, else lit_seq",
+    )
+    parser.add_argument(
+        "--wandb-entity",
+        metavar="E",
+        help="W&B entity (user or team), likewise: this > the grid's wandb: {entity: ...} > "
+        "WANDB_ENTITY > W&B's default for the API key",
     )
     parser.add_argument(
         "--executor",
@@ -118,7 +135,8 @@ def print_plan(
         ok = sum(_done(done, r) for r in members)
         seeds = ",".join(str(r.seed) for r in members)
         line = f"  {cell}  [{members[0].config}]  seeds {seeds}  done {ok}/{len(members)}"
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        for part in wrap(line, indent=6):
+            console.print(part, markup=False, highlight=False, soft_wrap=True)
     n_done = sum(_done(done, r) for r in runs)
     waiting = sum(bool(r.select_from) for r in runs)
     shape = (
@@ -144,6 +162,8 @@ class Plan:
     out_dir: Path
     wandb_mode: str
     ray: RayOptions
+    wandb_project: str = DEFAULT_PROJECT
+    wandb_entity: str | None = None
 
 
 def plan(args: argparse.Namespace) -> Plan:
@@ -159,10 +179,25 @@ def plan(args: argparse.Namespace) -> Plan:
         where=args.grid.name,
     )
     wandb_mode = resolve_wandb_mode(args.wandb)
+    project, entity = wandb_target(
+        args.wandb_project or spec["wandb"].get("project"),
+        args.wandb_entity or spec["wandb"].get("entity"),
+    )
+    # every run is told where its W&B run goes, whatever the environment of its worker
+    flags = (f"--wandb_project={project}", *([f"--wandb_entity={entity}"] if entity else []))
+    runs = [dataclasses.replace(r, overrides=(*r.overrides, *flags)) for r in runs]
     out_dir = (args.out or Path("results") / spec["name"]).absolute()
     exists = check_out_dir(out_dir, spec["name"], runs)
     done = read_records(out_dir) if exists else {}
-    return Plan(spec, runs, done, out_dir, wandb_mode, ray)
+    return Plan(spec, runs, done, out_dir, wandb_mode, ray, project, entity)
+
+
+def _wandb_where(plan: Plan) -> str:
+    """``offline, project lit_seq``: the W&B mode and, when on, where the runs go."""
+    if plan.wandb_mode == "off":
+        return "off"
+    entity = f"{plan.wandb_entity}/" if plan.wandb_entity else ""
+    return f"{plan.wandb_mode}, project {entity}{plan.wandb_project}"
 
 
 def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
@@ -172,14 +207,14 @@ def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
     where = "as Ray tasks" if args.executor == "ray" else f"on {args.workers} local worker(s)"
     console.print(
         f"grid {spec['name']}: {len(runs)} runs, {len(runs) - len(todo)} already done, "
-        f"{len(todo)} to run {where}; W&B {plan.wandb_mode}; -> {out_dir}",
+        f"{len(todo)} to run {where}; W&B {_wandb_where(plan)}; -> {out_dir}",
         highlight=False,
         soft_wrap=True,
     )
     pack = "off" if args.executor == "ray" else args.pack  # Ray: one task per run
     job = GridJob(out_dir, spec["name"], plan.wandb_mode, args.workers, plan.ray, pack)
     execute = EXECUTORS[args.executor]
-    with GridProgress(len(runs), len(runs) - len(todo), console) as progress:
+    with GridProgress(len(runs), len(runs) - len(todo), console, out_dir) as progress:
         execute(
             longest_first([r for r in todo if not r.select_from]),
             job,
@@ -200,7 +235,17 @@ def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
             execute(longest_first(ready), job, progress.start, progress.finish)
     _, aggregate, plots = build_report(out_dir, console)
     config = {"grid": spec, "runs": len(runs), "out_dir": str(out_dir)}
-    log_summary(out_dir, spec["name"], plan.wandb_mode, aggregate, plots, config, console=console)
+    log_summary(
+        out_dir,
+        spec["name"],
+        plan.wandb_mode,
+        aggregate,
+        plots,
+        config,
+        project=plan.wandb_project,
+        entity=plan.wandb_entity,
+        console=console,
+    )
     final = read_records(out_dir)
     failed = [r.run_id for r in runs if not _done(final, r)]
     if failed:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 
 from lit_seq.ablate.axes import config_path
-from lit_seq.ablate.packing import OPTIMIZER_OPTIONS
 from lit_seq.ablate.spec import Run
+from lit_seq.population.train import OPTIMIZER_OPTIONS
 from lit_seq.record import RunRecord, format_value
 from lit_seq.results.selection import choose_value
 

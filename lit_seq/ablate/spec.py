@@ -11,9 +11,14 @@ plus axes, so an axis that only makes sense for one model (``readout`` for the c
       - name: signal
         axes: {task: [signal], arch: [transformer], readout: [mean, cls, last]}
 
-A block names its base config with ``config: configs/echo/lstm.yaml`` or with ``task`` and
+A grid may name where its W&B runs go: ``wandb: {project: P, entity: E}`` (the driver's
+``--wandb-project`` / ``--wandb-entity`` win over it, and it wins over ``WANDB_PROJECT`` /
+``WANDB_ENTITY``). A block names its base config with ``config: configs/echo/lstm.yaml`` or with ``task`` and
 ``arch`` axes (-> ``configs/<task>/<arch>.yaml``). Later settings win: grid overrides, then
-block overrides, then the block's axes. :func:`expand` is pure: a spec in, runs out.
+block overrides, then the block's axes. A block with ``select: {axis: lr, seeds: [100, 101,
+102]}`` runs every rate on those seeds, then the grid's seeds at the rate whose mean
+validation score over them is best (``lit_seq.results.selection``: the rule and why the
+selection seeds are not grid seeds). :func:`expand` is pure: a spec in, runs out.
 ``lit_seq.ablate.grid.load_grid`` adds the check of every cell by building it.
 """
 
@@ -25,10 +30,12 @@ from pathlib import Path
 from lit_seq.ablate.axes import AXES, config_path
 from lit_seq.ablate.common import BadGrid
 from lit_seq.record import format_value
-from lit_seq.util.assets import CONFIG_DIR, config_file, find_file, shipped_name
+from lit_seq.results.selection import MIN_SELECT_SEEDS
+from lit_seq.util.assets import CONFIG_DIR, PACKAGE_DIR, config_file, find_file, shipped_name
 from lit_seq.util.safe_yaml import YamlError, load_yaml
 
-GRID_KEYS = ("name", "description", "seeds", "overrides", "blocks", "ray")
+GRID_KEYS = ("name", "description", "seeds", "overrides", "blocks", "ray", "wandb")
+WANDB_KEYS = ("project", "entity")  # a grid's ``wandb:``: where its W&B runs go
 BLOCK_KEYS = ("name", "config", "axes", "overrides", "select")
 SELECT_KEYS = ("axis", "metric", "seeds")
 SELECTED = "selected"  # the axis value in the ids of runs that take the value selected
@@ -54,14 +61,14 @@ class Run:
     cost: float = 1.0  # optimizer steps x layers: a run's relative length
     digest: str = ""  # hash of its resolved configuration and seed: what it computes
     pack_key: str = ""  # runs with the same non-empty key can train as one pack (packing)
-    # a block's ``select:``: per seed, the tables keep the value of this axis whose run has
-    # the best validation metric (e.g. the learning rate); the runs that compete share
-    # ``select_group``, the cell id without that axis
+    # a block's ``select:`` (lit_seq.results.selection): the values of this axis (e.g. the
+    # learning rate) compete on the selection seeds by their mean validation metric; the
+    # runs of a cell that compete or wait share ``select_group``, the cell id without it
     select_axis: str = ""
     select_metric: str = ""  # val/<metric>; set by the cell check when the grid omits it
     select_group: str = ""
-    # ``select: {seeds: [...]}``: the values compete on these seeds only; every other seed
-    # has one run, whose value (``select_from``) is chosen once those runs have finished
+    # the selection seeds: none is a grid seed, so none is in the reported mean; each grid
+    # seed has one run, whose value (``select_from``) is chosen once those runs have finished
     select_seeds: tuple[int, ...] = ()
     select_from: tuple = ()  # non-empty: the values this run's is chosen from (pending)
 
@@ -112,9 +119,22 @@ def _check_axes(axes: object, where: str) -> dict:
     return dict(axes)
 
 
+def _check_wandb(wandb: object, where: str) -> dict:
+    """A grid's ``wandb: {project: P, entity: E}``: the W&B project and entity of its runs and
+    of its summary run (the driver's --wandb-project / --wandb-entity win over it)."""
+    if wandb is None:
+        return {}
+    wandb = _check_keys(wandb, WANDB_KEYS, f"{where}: wandb")
+    for key, value in wandb.items():
+        if not isinstance(value, str) or not value.strip():
+            raise BadGrid(f"{where}: wandb.{key}={value!r} must be a non-empty string")
+    return dict(wandb)
+
+
 def _check_select(select: object, axes: dict, grid_seeds: list, where: str) -> dict:
-    """A block's ``select: {axis: lr, metric: val/acc, seeds: [0]}``: the axis must vary in
-    the block; ``seeds``, if given, must be some of the grid's."""
+    """A block's ``select: {axis: lr, metric: val/acc, seeds: [100, 101, 102]}``: the axis
+    must vary in the block; the values compete on ``seeds`` (the rule and why:
+    ``lit_seq.results.selection``), at least MIN_SELECT_SEEDS of them, none a grid seed."""
     if select is None:
         return {}
     select = _check_keys(select, SELECT_KEYS, f"{where}: select")
@@ -127,9 +147,26 @@ def _check_select(select: object, axes: dict, grid_seeds: list, where: str) -> d
     metric = select.get("metric", "")
     if metric and (not isinstance(metric, str) or not metric.startswith("val/")):
         raise BadGrid(f"{where}: select.metric={metric!r} must be a validation metric (val/...)")
-    seeds = select.get("seeds", [])
-    if not isinstance(seeds, list) or not all(s in grid_seeds for s in seeds):
-        raise BadGrid(f"{where}: select.seeds={seeds!r} must be a list of the grid's seeds")
+    seeds = select.get("seeds")
+    start = max(100, max(grid_seeds) + 1)  # clear of the seeds a grid may add later
+    suggestion = list(range(start, start + MIN_SELECT_SEEDS))
+    if (
+        not isinstance(seeds, list)
+        or len(seeds) < MIN_SELECT_SEEDS
+        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
+        or len(set(seeds)) != len(seeds)
+    ):
+        raise BadGrid(
+            f"{where}: select.seeds={seeds!r} must list at least {MIN_SELECT_SEEDS} distinct "
+            f"seeds (integers >= 0) whose mean validation score picks the {axis}, e.g. "
+            f"{suggestion}"
+        )
+    if shared := [s for s in seeds if s in grid_seeds]:
+        raise BadGrid(
+            f"{where}: select.seeds {shared} are also the grid's seeds: a seed that chose the "
+            f"{axis} would be in the mean it reports, lucky on average; use seeds the grid "
+            f"does not list, e.g. {suggestion}"
+        )
     return {"axis": axis, "metric": metric or "", "seeds": tuple(seeds)}
 
 
@@ -147,6 +184,13 @@ def resolve_config(value: object, where: str) -> str:
         raise BadGrid(f"{where}: config must be a path to a YAML file, got {value!r}")
     found = find_file(value)
     if found is None:
+        folder = next((p for p in (Path(value), PACKAGE_DIR / value) if p.is_dir()), None)
+        if folder is not None:  # configs/echo: the folder of the configs, not one of them
+            files = [str(Path(value) / p.name) for p in sorted(folder.glob("*.yaml"))]
+            raise BadGrid(
+                f"{where}: config={value!r} is a folder; give one YAML file"
+                + (f", one of {files}" if files else " (it holds none)")
+            )
         raise BadGrid(f"{where}: base config {value!r} does not exist")
     return shipped_name(found)
 
@@ -173,6 +217,7 @@ def parse_spec(raw: object, where: str = "grid") -> dict:
         "overrides": _check_overrides(raw.get("overrides"), where),
         "blocks": [],
         **({"ray": raw["ray"]} if "ray" in raw else {}),  # checked by ray_executor.ray_options
+        "wandb": _check_wandb(raw.get("wandb"), where),
     }
     for i, block in enumerate(blocks):
         block = _check_keys(block, BLOCK_KEYS, f"{where}: blocks[{i}]")
@@ -216,9 +261,20 @@ def load_spec(path: Path) -> dict:
     return parse_spec(raw, path.name)
 
 
+def _short(value: object) -> str:
+    """An axis value as a run id shows it; a class with its options (``class_path`` +
+    ``init_args``, a plug-in backbone) as ``ConvBackbone(kernel=5)``."""
+    if isinstance(value, dict) and isinstance(value.get("class_path"), str):
+        args = (value.get("init_args") or {}).items()
+        options = ",".join(f"{k}={format_value(v)}" for k, v in args)
+        name = value["class_path"].rpartition(".")[2]
+        return f"{name}({options})" if options else name
+    return format_value(value)
+
+
 def _id_part(key: str, value: object) -> str:
     key = key.replace(".init_args.", ".")  # model.init_args.dropout -> model.dropout
-    return f"{key}={_UNSAFE.sub('_', format_value(value)).strip('_')}"
+    return f"{key}={_UNSAFE.sub('_', _short(value)).strip('_')}"
 
 
 def _args(settings: dict) -> list[str]:
@@ -227,7 +283,8 @@ def _args(settings: dict) -> list[str]:
 
 def expand(spec: dict) -> list[Run]:
     """All runs of ``spec``: blocks in order, then the axes' product (first axis outermost),
-    then seeds (innermost). Pure; raises BadGrid if two runs would share an id."""
+    then seeds (innermost; a ``select:`` block's selection seeds first). Pure; raises
+    BadGrid if two runs would share an id."""
     runs: list[Run] = []
     for block in spec["blocks"]:
         keys = list(block["axes"])
@@ -245,9 +302,11 @@ def expand(spec: dict) -> list[Run]:
                 group = "__".join([block["name"], *kept])
                 values = tuple(block["axes"][select["axis"]])
                 first = axes[select["axis"]] == values[0]
-            for seed in spec["seeds"]:
+            # a select: block runs every value on its selection seeds, then each grid seed
+            # once, at the value they choose
+            for seed in [*(select.get("seeds") or ()), *spec["seeds"]]:
                 run_cell, run_axes, run_args, pending = cell, axes, cell_args, ()
-                if select and select["seeds"] and seed not in select["seeds"]:
+                if select and seed in spec["seeds"]:
                     if not first:  # one run per group for a seed that does not compete
                         continue
                     axis = select["axis"]

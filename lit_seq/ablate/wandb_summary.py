@@ -1,16 +1,18 @@
 """The grid's summary run in Weights & Biases: the aggregate table and the plots.
 
 One run named ``<grid>-summary`` in the grid's group (``job_type="summary"``), next to the
-per-run runs that the workers logged (``job_type="train"``). A re-run of a grid that trained
-nothing logs no second summary run: the records it summarised are kept in
-``wandb_summary.json``, and an unchanged set is said in one line instead. After it, the one
-command that uploads every offline run of the grid is printed. W&B is a view: any failure
+per-run runs that the workers logged (``job_type="train"``): one per grid folder. Its id is
+kept in the folder (``wandb_summary.json``), so a re-run of the grid that trained something
+updates that run (W&B resumes it; offline, ``wandb sync`` uploads every part into it)
+instead of adding another; a re-run that trained nothing logs nothing, and says so in one
+line. After it, the one command that uploads every offline run of the grid is printed. W&B is a view: any failure
 here is a warning, since the records and tables on disk are the results.
 """
 
 import glob
 import hashlib
 import json
+import secrets
 from pathlib import Path
 
 import pandas as pd
@@ -40,13 +42,18 @@ def sync_command(out_dir: Path) -> str:
     return f"wandb sync {' '.join(found)}" if found else ""
 
 
-def _already_logged(out_dir: Path, digest: str) -> str:
-    """The summary run already logged for records of ``digest``, else ""."""
+def _marker(out_dir: Path) -> dict:
+    """What the last summary run of the folder left: its id, path and the records it showed."""
     try:
         marker = read_json(Path(out_dir) / SUMMARY_MARKER)
     except (OSError, ValueError):
-        return ""
-    return marker.get("run", "") if marker.get("records") == digest else ""
+        return {}
+    return marker if isinstance(marker, dict) else {}
+
+
+def summary_run_id(out_dir: Path) -> str:
+    """The W&B id of the grid folder's summary run: the one logged before, else a new one."""
+    return str(_marker(out_dir).get("id") or secrets.token_hex(4))
 
 
 def log_summary(
@@ -57,18 +64,20 @@ def log_summary(
     plots: list[Path],
     config: dict,
     project: str = "lit_seq",
+    entity: str | None = None,
     console: Console | None = None,
 ) -> str:
     """Log the summary run (``mode`` online/offline; ``off`` does nothing); its path or "".
 
     Nothing new is logged when the records are those of the last summary run (its path is
-    returned). Prints the command that uploads every offline run of the grid.
+    returned); else the folder's summary run is updated (created the first time). Prints the
+    command that uploads every offline run of the grid.
     """
     if mode == "off":
         return ""
     console = console or Console()
-    digest = records_digest(out_dir)
-    path = _already_logged(out_dir, digest)
+    digest, marker = records_digest(out_dir), _marker(out_dir)
+    path = marker.get("run", "") if marker.get("records") == digest else ""
     if path:
         console.print(
             f"W&B summary run unchanged (nothing new trained): {path}",
@@ -76,9 +85,12 @@ def log_summary(
             soft_wrap=True,
         )
     else:
-        path = _log_run(out_dir, grid_name, mode, aggregate, plots, config, project, console)
+        run_id = summary_run_id(out_dir)
+        where = {"project": project, "entity": entity, "id": run_id}
+        path = _log_run(out_dir, grid_name, mode, aggregate, plots, config, where, console)
         if path:
-            atomic_write_json(Path(out_dir) / SUMMARY_MARKER, {"records": digest, "run": path})
+            marker = {"records": digest, "run": path, "id": run_id}
+            atomic_write_json(Path(out_dir) / SUMMARY_MARKER, marker)
     if command := sync_command(out_dir):
         console.print(
             f"upload every W&B run of this grid: {command}", highlight=False, soft_wrap=True
@@ -93,16 +105,18 @@ def _log_run(
     aggregate: pd.DataFrame,
     plots: list[Path],
     config: dict,
-    project: str,
+    where: dict,
     console: Console,
 ) -> str:
+    """Log (or update: ``where["id"]`` is the folder's summary run) the summary run."""
     try:
         import wandb
 
         from lit_seq.fit.wandb_modes import WANDB_INIT_TIMEOUT_S, wandb_run_path
 
         run = wandb.init(
-            project=project,
+            **where,  # project, entity and the folder's own run id
+            resume="allow",  # the folder's summary run continues, or starts the first time
             name=f"{grid_name}-summary",
             group=grid_name,
             job_type="summary",

@@ -10,12 +10,20 @@ from lit_seq.data.base import (
     TensorDictDataset,
     batch_loader,
 )
+from lit_seq.data.binary_addition import BinaryAdditionData, binary_addition_targets
+from lit_seq.data.cycle_navigation import CycleNavigationData, cycle_navigation_labels
+from lit_seq.data.duplicate_string import DuplicateStringData, duplicate_string_targets
 from lit_seq.data.echo import EchoData, echo_targets
+from lit_seq.data.even_pairs import EvenPairsData, even_pairs_labels
+from lit_seq.data.fresh import FreshBatches, FreshSteps, fresh_loader
 from lit_seq.data.modular_arithmetic import ModularArithmeticData, modular_arithmetic_labels
+from lit_seq.data.odds_first import OddsFirstData, odds_first_targets
 from lit_seq.data.parity_check import ParityCheckData, parity_labels
 from lit_seq.data.parity_sum import ParitySumData, parity_sum_targets
+from lit_seq.data.reverse_string import ReverseStringData, reverse_string_targets
 from lit_seq.data.seq2seq import BOS, EOS, N_SPECIAL, OPS, PAD, Seq2SeqData, seq2seq_targets
 from lit_seq.data.signal import SignalData, sine_waves
+from lit_seq.data.stack_manipulation import StackManipulationData, stack_manipulation_targets
 from lit_seq.data.sum_mod import SumModData, sum_mod_targets
 
 TASKS: dict[str, type[SyntheticDataModule]] = {
@@ -29,6 +37,15 @@ TASKS: dict[str, type[SyntheticDataModule]] = {
         ModularArithmeticData,
         SumModData,
         AssociativeRecallData,
+        # the rest of Delétang et al. 2023's Table 2, by level: regular, context-free,
+        # context-sensitive
+        EvenPairsData,
+        CycleNavigationData,
+        ReverseStringData,
+        StackManipulationData,
+        DuplicateStringData,
+        OddsFirstData,
+        BinaryAdditionData,
     )
 }
 
@@ -40,23 +57,40 @@ __all__ = [
     "PAD",
     "TASKS",
     "AssociativeRecallData",
+    "BinaryAdditionData",
+    "CycleNavigationData",
+    "DuplicateStringData",
     "EchoData",
+    "EvenPairsData",
+    "FreshBatches",
+    "FreshSteps",
     "GroupedTensorDicts",
     "ModularArithmeticData",
+    "OddsFirstData",
     "ParityCheckData",
     "ParitySumData",
+    "ReverseStringData",
     "Seq2SeqData",
     "SignalData",
+    "StackManipulationData",
     "SumModData",
     "SyntheticDataModule",
     "TensorDictDataset",
     "batch_loader",
+    "binary_addition_targets",
+    "cycle_navigation_labels",
+    "duplicate_string_targets",
     "echo_targets",
+    "even_pairs_labels",
+    "fresh_loader",
     "modular_arithmetic_labels",
+    "odds_first_targets",
     "parity_labels",
     "parity_sum_targets",
     "recall_sequences",
+    "reverse_string_targets",
     "seq2seq_targets",
     "sine_waves",
+    "stack_manipulation_targets",
     "sum_mod_targets",
 ]

@@ -58,14 +58,7 @@ class AssociativeRecallData(SyntheticDataModule):
             need distinct keys: vocab >= 2 x (its pairs) + 2.
         power_a: exponent of Zoology's power law over the query gaps (1.0: uniform).
         n_train: training sequences.
-        n_val: validation sequences.
-        n_test: sequences in each test set (training length and every gen length).
-        batch_size: examples per batch in every split.
-        seed: seed of the data generation and of the training shuffle order.
-        gen_factors: length-generalisation test sets at k x length, one per entry (integers
-            >= 2, no repeats). Defaults to [2, 4]; [] disables them.
-        curriculum: uniform curriculum: each training batch has one length drawn from
-            4..length (n_train spread evenly over the lengths); val/test keep `length`.
+        **kwargs: the options every task shares (:class:`SyntheticDataModule`).
     """
 
     name = "associative_recall"  # its key in TASKS, configs/<name>/ and every record
@@ -79,29 +72,22 @@ class AssociativeRecallData(SyntheticDataModule):
         vocab: int = 64,
         power_a: float = 0.01,
         n_train: int = 10000,
-        n_val: int = 500,
-        n_test: int = 1000,
-        batch_size: int = 64,
-        seed: int = 0,
-        gen_factors: list[int] | None = None,
-        curriculum: bool = False,
+        **kwargs,
     ) -> None:
-        super().__init__(
-            batch_size=batch_size, seed=seed, gen_factors=gen_factors, curriculum=curriculum
-        )
         self.n_pairs = check_int("n_pairs", n_pairs, 1)
         # the pairs take 2 D tokens and the D queries need D even slots after them
         allowed = f">= 4 x n_pairs = {4 * n_pairs}"
         self.length = check_int("length", length, 4 * n_pairs, allowed=allowed)
         n_queries = n_pairs if n_queries is None else n_queries
         allowed = f"in [1, n_pairs = {n_pairs}] (or null for n_pairs)"
-        self.n_queries = check_int("n_queries", n_queries, 1, n_pairs, allowed=allowed)
+        self.n_queries = check_int("n_queries", n_queries, 1, maximum=n_pairs, allowed=allowed)
+        super().__init__(n_train=n_train, **kwargs)
+        # the vocabulary must hold the pairs of the longest test set (gen_factors: the base's)
         longest = max(self.test_lengths)
         most = self.pairs_at(longest)
         allowed = f">= {2 * most + 2} (distinct keys for the {most} pairs at length {longest})"
         self.vocab = check_int("vocab", vocab, 2 * most + 2, allowed=allowed)
         self.power_a = check_float("power_a", power_a, 0.0, low_open=True)
-        self.set_split_sizes(n_train, n_val, n_test)
 
     def pairs_at(self, length: int) -> int:
         """Key-value pairs in a sequence of `length`: n_pairs per training length, at least 1."""
@@ -110,10 +96,6 @@ class AssociativeRecallData(SyntheticDataModule):
     def queries_at(self, length: int) -> int:
         """Queries in a sequence of `length`: n_queries per training length, at least 1."""
         return max(1, self.n_queries * length // self.length)
-
-    @property
-    def train_length(self) -> int:
-        return self.length
 
     @property
     def shortest_length(self) -> int:
@@ -137,6 +119,6 @@ class AssociativeRecallData(SyntheticDataModule):
         weights = self.power_a * torch.arange(1, slots + 1) ** (self.power_a - 1)  # (S,)
         gaps = torch.multinomial(weights.expand(n, slots), n_queries, generator=generator)
         fillers = torch.randint(0, self.vocab, (n, length), generator=generator)  # (B, L)
-        tokens, y, mask = recall_sequences(keys, values, gaps, fillers)
+        tokens, y, mask = recall_sequences(keys, values, gaps=gaps, fillers=fillers)
         x = F.one_hot(tokens, num_classes=self.vocab).float()  # (B, L, vocab)
         return {"x": x, "y": y, "mask": mask}

@@ -3,6 +3,7 @@
 The in-memory datasets and the resumable batch order live in `lit_seq.data.loaders` (and are
 re-exported here). A task subclasses `SyntheticDataModule`, implements `_generate(n, length, generator)` and
 exposes the sizes the CLI links into the model (`in_features`, `out_features`, `max_len`).
+Callers outside a task draw examples of any length with its public `draw`.
 Everything here is generated in memory, so the data layer never touches the disk.
 
 With ``curriculum=True`` (Delétang et al. 2023's uniform curriculum) the training split holds
@@ -10,13 +11,15 @@ one group of examples per length ``shortest_length .. train_length`` and every t
 drawn from one group: each batch has one length, and an epoch covers every length.
 """
 
-from typing import ClassVar
+import functools
+from typing import ClassVar, Literal
 
 import lightning as L
 import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
+from lit_seq.data.fresh import FreshBatches, fresh_loader
 from lit_seq.data.loaders import (  # re-exported: the loader pieces every task shares
     EpochBatches,
     GroupedTensorDicts,
@@ -24,7 +27,7 @@ from lit_seq.data.loaders import (  # re-exported: the loader pieces every task 
     TensorDictDataset,
     batch_loader,
 )
-from lit_seq.util.checks import check_int
+from lit_seq.util.checks import check_choice, check_int
 
 __all__ = [
     "EpochBatches",
@@ -43,10 +46,15 @@ SPLITS = ("train", "val", "test")  # by split index; every index from 2 on is a 
 class SyntheticDataModule(L.LightningDataModule):
     """Base of the synthetic tasks: train/val/test splits plus length-generalisation test sets.
 
-    Subclasses set `name`, `task_kind`, the split sizes `n_train`, `n_val`, `n_test`, the properties
-    `train_length`, `in_features` and `out_features`, and implement `_generate`. Each split is
-    drawn from its own generator (seed * 1000 + split index), so splits are independent draws
-    and the global torch RNG is never used.
+    A task sets `name` and `task_kind`, stores its own arguments (its training length as
+    `length`, which `train_length` returns), then hands the arguments every task shares to
+    this constructor: ``super().__init__(n_train=n_train, **kwargs)``. The CLI's parser
+    (jsonargparse) follows ``**kwargs`` into this ``__init__``, so ``--data.help`` lists the
+    shared arguments, documented below, after the task's own. The task's fields come first
+    because this constructor checks `n_train` against the lengths they define. A task then provides `in_features`, `out_features` and
+    `_generate`. Each split is drawn from its own generator (seed * 1000 + split index), so
+    splits are independent draws and the global torch RNG is never used; `draw` is the one
+    way to draw examples, for the splits and for any caller that scores at other lengths.
 
     The curriculum (Delétang et al. 2023, experiments/curriculum.py ``UniformCurriculum``,
     which draws the length of every training batch uniformly from 1..N): with
@@ -55,33 +63,52 @@ class SyntheticDataModule(L.LightningDataModule):
     training split's generator, and each training batch is drawn from one length, in random
     order; so every length is seen every epoch, with no padding in any batch. (Delétang draws
     each step's length i.i.d. with a fresh batch; here the lengths are stratified per epoch
-    and the data are a fixed set, like every other split.) A task whose shortest valid
-    sequence is longer than 1 says so in `shortest_length` (default 1). Validation and test
+    and the data are a fixed set, like every other split; ``sampling="fresh"`` draws them
+    as Delétang does.) A task whose shortest valid sequence is longer than 1 says so in
+    `shortest_length` (default 1). Validation and test
     sets keep their fixed lengths. Example: N = 4, n_train = 8, batch_size 2 -> 2 examples
     each at lengths 1, 2, 3, 4, one batch per length, the four batches in a seeded random
-    order. A task offers it by taking a `curriculum` argument and handing it to this
-    constructor.
+    order. A task that cannot offer it passes ``curriculum=False`` itself, which also keeps
+    the option out of its ``--data.help``.
 
     Args:
+        n_train: training examples; each task declares its own default.
+        n_val: validation examples.
+        n_test: examples in each test set (the training length's and every gen length's).
         batch_size: examples per batch in every split.
         seed: seed of the data generation and of the training shuffle order.
-        gen_factors: length-generalisation test sets at k x the training length, one per entry
-            (integers >= 2, no repeats). Defaults to [2, 4]; [] disables them.
-        curriculum: train on every length shortest_length..train_length, one length per batch.
+        gen_factors: length-generalisation test sets at k x the training length, one per
+            entry (integers >= 2, no repeats). Defaults to [2, 4]; [] disables them.
+        curriculum: train on every length from the task's shortest valid one to its
+            training length, one length per batch (Delétang et al.'s uniform curriculum:
+            n_train spread evenly over the lengths); validation and test keep the training
+            length.
+        sampling: ``fixed``: the training split is n_train examples drawn once and reshuffled
+            every epoch. ``fresh`` (Delétang et al.'s training loop): every training batch is
+            new, drawn from a generator seeded by (seed, step) at a length uniform over the
+            training lengths (every length up to N with the curriculum), so a resumed fit
+            draws the same batches (`lit_seq.data.fresh`); an epoch is then
+            n_train / batch_size steps. Validation and test sets stay fixed either way.
     """
 
     name: ClassVar[str] = ""  # the task's registry name, carried into every record
     task_kind: ClassVar[str] = ""  # which system trains it: a key of lit_seq.systems.SYSTEMS
+    length: int  # the training length, set by the task before it calls this constructor
     n_train: int
     n_val: int
     n_test: int
 
     def __init__(
         self,
+        *,
+        n_train: int,
+        n_val: int = 500,
+        n_test: int = 1000,
         batch_size: int = 64,
         seed: int = 0,
         gen_factors: list[int] | None = None,
         curriculum: bool = False,
+        sampling: Literal["fixed", "fresh"] = "fixed",
     ) -> None:
         super().__init__()
         gen_factors = [2, 4] if gen_factors is None else list(gen_factors)
@@ -96,28 +123,24 @@ class SyntheticDataModule(L.LightningDataModule):
         if not isinstance(curriculum, bool):
             raise ValueError(f"curriculum must be true or false, got {curriculum!r}")
         self.curriculum = curriculum
-        self.train_set: TensorDictDataset | GroupedTensorDicts | None = None
-        self.val_set: TensorDictDataset | None = None
-        self.test_sets: list[TensorDictDataset] = []
-
-    def set_split_sizes(self, n_train: int, n_val: int, n_test: int) -> None:
-        """Validate and store the number of examples per split (each test set has n_test).
-
-        Call it once the task's own fields are set: the curriculum needs at least one
-        training example per length.
-        """
+        self.sampling = check_choice("sampling", sampling, ("fixed", "fresh"))
+        # the curriculum needs at least one training example per length
         lengths = len(self.train_lengths)
         allowed = f">= {lengths} (one per curriculum length)" if lengths > 1 else None
         self.n_train = check_int("n_train", n_train, lengths, allowed=allowed)
         self.n_val = check_int("n_val", n_val, 1)
         self.n_test = check_int("n_test", n_test, 1)
+        self.train_set: TensorDictDataset | GroupedTensorDicts | FreshBatches | None = None
+        self.val_set: TensorDictDataset | None = None
+        self.test_sets: list[TensorDictDataset] = []
 
     # ---- what a task provides ------------------------------------------------------------
 
     @property
     def train_length(self) -> int:
-        """Sequence length of the training split (the longest one, for variable lengths)."""
-        raise NotImplementedError
+        """Sequence length of the training split (the longest one, for variable lengths): the
+        task's `length`; a task that calls it otherwise overrides this (seq2seq: max_length)."""
+        return self.length
 
     @property
     def in_features(self) -> int:
@@ -129,6 +152,12 @@ class SyntheticDataModule(L.LightningDataModule):
         """Output size the model needs: classes, 1 per step, or the vocabulary size."""
         raise NotImplementedError
 
+    def output_length(self, length: int) -> int:
+        """Positions a model appends after an input of ``length`` to write the task's output
+        on (Delétang et al.'s empty tape, ``task_kind`` "transduction"); 0 for the tasks whose
+        outputs sit on the input positions or are one label."""
+        return 0
+
     @property
     def shortest_length(self) -> int:
         """The shortest valid sequence: where the curriculum starts (1 unless a task says)."""
@@ -139,12 +168,28 @@ class SyntheticDataModule(L.LightningDataModule):
         raise NotImplementedError
 
     def _generate_split(
-        self, split: str, n: int, length: int, generator: torch.Generator
+        self, n: int, length: int, generator: torch.Generator, *, split: str
     ) -> dict[str, Tensor]:
-        """The examples of one fixed-length split (``train``, ``val`` or ``test``; every test
-        set is ``test``): `_generate`, unless a task keeps its splits apart (echo holds
-        sequences out of training so that its training-length test set is unseen)."""
+        """`draw`'s examples of ``split``: `_generate`, unless a task keeps its splits apart
+        (echo holds sequences out of training so that its training-length test set is unseen)."""
         return self._generate(n, length, generator)
+
+    # ---- what callers use ------------------------------------------------------------------
+
+    def draw(
+        self, n: int, length: int, generator: torch.Generator, *, split: str = "test"
+    ) -> dict[str, Tensor]:
+        """`n` examples of sequence length `length` (the longest, for variable lengths), drawn
+        from `generator` only, as the ``split`` set (``train``, ``val`` or ``test``) has them.
+
+        How every split is built, and how a caller scores a model at any other length (a
+        length curve, a probe at the longest test length): ``test`` examples are ones a
+        task's training split never holds where it keeps its splits apart (echo at its
+        training length). Returns the batch tensors by name, as the loaders yield them
+        (e.g. ``x`` (n, length, in_features) and ``y``), each with ``n`` rows.
+        """
+        check_choice("split", split, SPLITS)
+        return self._generate_split(n, length, generator, split=split)
 
     # ---- sizes derived from the arguments, available before setup -----------------------
 
@@ -166,9 +211,16 @@ class SyntheticDataModule(L.LightningDataModule):
         return [self.train_length]
 
     @property
+    def train_batch_size(self) -> int:
+        """Examples per training batch: ``batch_size``, at most the whole training set (a
+        larger batch_size trains full-batch; the fit says so, and counts samples/s by this)."""
+        return min(self.batch_size, self.n_train)
+
+    @property
     def max_len(self) -> int:
-        """The longest sequence any split contains (sizes positional tables of the model)."""
-        return max(self.test_lengths)
+        """The longest sequence a model reads (sizes its positional tables): the longest test
+        set's, plus the positions appended to write its output (`output_length`)."""
+        return max(n + self.output_length(n) for n in self.test_lengths)
 
     # ---- Lightning hooks ------------------------------------------------------------------
 
@@ -181,11 +233,14 @@ class SyntheticDataModule(L.LightningDataModule):
         splits = []
         for index, (n, length) in enumerate(zip(split_sizes, split_lengths, strict=True)):
             generator = torch.Generator().manual_seed(self.seed * _SPLIT_STRIDE + index)
-            if index == 0 and self.curriculum:
+            if index == 0 and self.sampling == "fresh":
+                draw = functools.partial(self.draw, split="train")
+                splits.append(FreshBatches(draw, self.batch_size, self.train_lengths, self.seed))
+            elif index == 0 and self.curriculum:
                 splits.append(self._curriculum_split(generator))
             else:
                 split = SPLITS[min(index, len(SPLITS) - 1)]
-                splits.append(TensorDictDataset(self._generate_split(split, n, length, generator)))
+                splits.append(TensorDictDataset(self.draw(n, length, generator, split=split)))
         # On a GPU the whole (small) dataset lives on the device: a batch is then one index
         # on the device, with no host-to-device copy per step.
         device = self._training_device()
@@ -199,11 +254,11 @@ class SyntheticDataModule(L.LightningDataModule):
         share, extra = divmod(self.n_train, len(lengths))
         # the first `extra` lengths get one more example, so the groups sum to n_train
         sizes = [share + (i < extra) for i in range(len(lengths))]
-        # through _generate_split: a task that holds sequences out of training (echo) keeps
+        # as the training split: a task that holds sequences out of training (echo) keeps
         # them out of the curriculum's groups too
         return GroupedTensorDicts(
             [
-                TensorDictDataset(self._generate_split("train", n, length, generator))
+                TensorDictDataset(self.draw(n, length, generator, split="train"))
                 for n, length in zip(sizes, lengths, strict=True)
             ]
         )
@@ -216,16 +271,23 @@ class SyntheticDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         train_set = self._ready(self.train_set)
+        if isinstance(train_set, FreshBatches):
+            return fresh_loader(train_set, per_epoch=-(-self.n_train // self.batch_size))
         groups = train_set.sizes if isinstance(train_set, GroupedTensorDicts) else None
-        return batch_loader(train_set, self.batch_size, True, self.seed, groups=groups)
+        return batch_loader(
+            train_set, self.train_batch_size, shuffle=True, seed=self.seed, groups=groups
+        )
 
     def val_dataloader(self) -> DataLoader:
-        return batch_loader(self._ready(self.val_set), self.batch_size, False, self.seed)
+        val_set = self._ready(self.val_set)
+        return batch_loader(val_set, self.batch_size, shuffle=False, seed=self.seed)
 
     def test_dataloader(self) -> list[DataLoader]:
         """One loader per test set, in the order of `test_prefixes`."""
         self._ready(self.train_set)
-        return [batch_loader(s, self.batch_size, False, self.seed) for s in self.test_sets]
+        return [
+            batch_loader(s, self.batch_size, shuffle=False, seed=self.seed) for s in self.test_sets
+        ]
 
     def _ready(self, dataset: Dataset | None) -> Dataset:
         if dataset is None:

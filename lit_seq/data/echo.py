@@ -21,7 +21,7 @@ def split_of(bits: Tensor) -> Tensor:
     return (bits.long() * weights).sum(dim=1) % 8
 
 
-def _draw_split(n: int, length: int, split: str, generator: torch.Generator) -> Tensor:
+def _draw_split(n: int, length: int, generator: torch.Generator, split: str) -> Tensor:
     """n random bit sequences (n, length) of ``split`` only (rejection sampling)."""
     kept, count = [], 0
     while count < n:
@@ -62,20 +62,13 @@ class EchoData(SyntheticDataModule):
     Args:
         length: time steps per training sequence; must exceed lag.
         lag: how many steps back the echoed bit lies (0 is the identity).
-        n_train: training sequences.
-        n_val: validation sequences.
-        n_test: sequences in each test set (training length and every gen length).
-        batch_size: examples per batch in every split.
-        seed: seed of the data generation and of the training shuffle order.
-        gen_factors: length-generalisation test sets at k x length, one per entry (integers
-            >= 2, no repeats). Defaults to [2, 4]; [] disables them.
         start_marker: add an input channel that is 1 at position 0 only
             (``lit_seq.data.start_marker``): tells a model without positional encodings
             where the sequence begins.
-        curriculum: train on every length from the shortest valid one to ``length``, one
-            length per batch (Delétang et al.'s uniform curriculum; ``SyntheticDataModule``).
         holdout: keep the training-length splits disjoint (see above); false draws each
             split independently (the behaviour before).
+        n_train: training sequences.
+        **kwargs: the options every task shares (:class:`SyntheticDataModule`).
     """
 
     name = "echo"  # its key in TASKS, configs/<name>/ and every record
@@ -85,30 +78,18 @@ class EchoData(SyntheticDataModule):
         self,
         length: int = 10,
         lag: int = 2,
-        n_train: int = 4000,
-        n_val: int = 500,
-        n_test: int = 1000,
-        batch_size: int = 64,
-        seed: int = 0,
-        gen_factors: list[int] | None = None,
         start_marker: bool = False,
-        curriculum: bool = False,
         holdout: bool = True,
+        n_train: int = 4000,
+        **kwargs,
     ) -> None:
-        super().__init__(
-            batch_size=batch_size, seed=seed, gen_factors=gen_factors, curriculum=curriculum
-        )
         self.start_marker = start_marker
         self.holdout = holdout
         self.length = check_int("length", length, 1)
         # lag < length, or no position of a training sequence would ever be scored.
         allowed = f"in [0, length - 1 = {length - 1}]"
-        self.lag = check_int("lag", lag, 0, length - 1, allowed=allowed)
-        self.set_split_sizes(n_train, n_val, n_test)
-
-    @property
-    def train_length(self) -> int:
-        return self.length
+        self.lag = check_int("lag", lag, 0, maximum=length - 1, allowed=allowed)
+        super().__init__(n_train=n_train, **kwargs)
 
     @property
     def shortest_length(self) -> int:
@@ -123,11 +104,11 @@ class EchoData(SyntheticDataModule):
         return 1
 
     def _generate_split(
-        self, split: str, n: int, length: int, generator: torch.Generator
+        self, n: int, length: int, generator: torch.Generator, *, split: str
     ) -> dict[str, Tensor]:
         if not self.holdout or length != self.length:
             return self._generate(n, length, generator)
-        return self._examples(_draw_split(n, length, split, generator).float())
+        return self._examples(_draw_split(n, length, generator, split=split).float())
 
     def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
         return self._examples(torch.randint(0, 2, (n, length), generator=generator).float())

@@ -55,14 +55,7 @@ class ModularArithmeticData(SyntheticDataModule):
         length: tokens per training expression (N; minus one when even).
         modulus: the modulus; the number of classes and of residue tokens.
         n_train: training expressions.
-        n_val: validation expressions.
-        n_test: expressions in each test set (training length and every gen length).
-        batch_size: examples per batch in every split.
-        seed: seed of the data generation and of the training shuffle order.
-        gen_factors: length-generalisation test sets at k x length, one per entry (integers
-            >= 2, no repeats). Defaults to [2, 4]; [] disables them.
-        curriculum: Delétang's uniform curriculum: each training batch has one length drawn
-            from 1..length (n_train spread evenly over the lengths); val/test keep `length`.
+        **kwargs: the options every task shares (:class:`SyntheticDataModule`).
     """
 
     name = "modular_arithmetic"  # its key in TASKS, configs/<name>/ and every record
@@ -73,23 +66,11 @@ class ModularArithmeticData(SyntheticDataModule):
         length: int = 15,
         modulus: int = 5,
         n_train: int = 10000,
-        n_val: int = 500,
-        n_test: int = 1000,
-        batch_size: int = 64,
-        seed: int = 0,
-        gen_factors: list[int] | None = None,
-        curriculum: bool = False,
+        **kwargs,
     ) -> None:
-        super().__init__(
-            batch_size=batch_size, seed=seed, gen_factors=gen_factors, curriculum=curriculum
-        )
         self.length = check_int("length", length, 1)
         self.modulus = check_int("modulus", modulus, 2)
-        self.set_split_sizes(n_train, n_val, n_test)
-
-    @property
-    def train_length(self) -> int:
-        return self.length
+        super().__init__(n_train=n_train, **kwargs)
 
     @property
     def in_features(self) -> int:

@@ -32,18 +32,11 @@ class ParitySumData(SyntheticDataModule):
     Args:
         length: time steps per training sequence.
         max_val: values are integers drawn uniformly from [1, max_val].
-        n_train: training sequences.
-        n_val: validation sequences.
-        n_test: sequences in each test set (training length and every gen length).
-        batch_size: examples per batch in every split.
-        seed: seed of the data generation and of the training shuffle order.
-        gen_factors: length-generalisation test sets at k x length, one per entry (integers
-            >= 2, no repeats). Defaults to [2, 4]; [] disables them.
         start_marker: add an input channel that is 1 at position 0 only
             (``lit_seq.data.start_marker``): tells a model without positional encodings
             where the sequence begins.
-        curriculum: train on every length from the shortest valid one to ``length``, one
-            length per batch (Delétang et al.'s uniform curriculum; ``SyntheticDataModule``).
+        n_train: training sequences.
+        **kwargs: the options every task shares (:class:`SyntheticDataModule`).
     """
 
     name = "parity_sum"  # its key in TASKS, configs/<name>/ and every record
@@ -53,27 +46,15 @@ class ParitySumData(SyntheticDataModule):
         self,
         length: int = 20,
         max_val: int = 10,
-        n_train: int = 5000,
-        n_val: int = 500,
-        n_test: int = 1000,
-        batch_size: int = 64,
-        seed: int = 0,
-        gen_factors: list[int] | None = None,
         start_marker: bool = False,
-        curriculum: bool = False,
+        n_train: int = 5000,
+        **kwargs,
     ) -> None:
-        super().__init__(
-            batch_size=batch_size, seed=seed, gen_factors=gen_factors, curriculum=curriculum
-        )
         self.start_marker = start_marker
         # two parity streams need two positions: length 1 has no odd stream to sum
         self.length = check_int("length", length, 2)
         self.max_val = check_int("max_val", max_val, 1)
-        self.set_split_sizes(n_train, n_val, n_test)
-
-    @property
-    def train_length(self) -> int:
-        return self.length
+        super().__init__(n_train=n_train, **kwargs)
 
     @property
     def shortest_length(self) -> int:

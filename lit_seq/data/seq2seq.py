@@ -57,12 +57,8 @@ class Seq2SeqData(SyntheticDataModule):
         min_length: shortest training source sequence.
         max_length: longest training source sequence.
         n_train: training sequences.
-        n_val: validation sequences.
-        n_test: sequences in each test set (training lengths and every gen factor).
-        batch_size: examples per batch in every split.
-        seed: seed of the data generation and of the training shuffle order.
-        gen_factors: length-generalisation test sets up to k x max_length, one per entry
-            (integers >= 2, no repeats). Defaults to [2, 4]; [] disables them.
+        **kwargs: the options every task shares (:class:`SyntheticDataModule`) but the
+            curriculum; gen_factors k give test sets of lengths up to k x max_length.
     """
 
     name = "seq2seq"  # its key in TASKS, configs/<name>/ and every record
@@ -75,13 +71,8 @@ class Seq2SeqData(SyntheticDataModule):
         min_length: int = 2,
         max_length: int = 10,
         n_train: int = 10000,
-        n_val: int = 500,
-        n_test: int = 1000,
-        batch_size: int = 64,
-        seed: int = 0,
-        gen_factors: list[int] | None = None,
+        **kwargs,
     ) -> None:
-        super().__init__(batch_size=batch_size, seed=seed, gen_factors=gen_factors)
         if op not in OPS:
             raise ValueError(f"op must be one of {list(OPS)}, got {op!r}")
         self.op = op
@@ -89,7 +80,9 @@ class Seq2SeqData(SyntheticDataModule):
         self.min_length = check_int("min_length", min_length, 1)
         allowed = f">= min_length ({min_length})"
         self.max_length = check_int("max_length", max_length, min_length, allowed=allowed)
-        self.set_split_sizes(n_train, n_val, n_test)
+        # No curriculum: a training split already mixes every length min_length..max_length.
+        # Naming it here also keeps it out of this task's options.
+        super().__init__(n_train=n_train, curriculum=False, **kwargs)
 
     @property
     def train_length(self) -> int:

@@ -39,10 +39,8 @@ class SignalData(SyntheticDataModule):
         n_per_class: training examples per class.
         n_eval_per_class: validation examples, and examples of each test set, per class.
         in_features: channels of x: the same sine, independent noise per channel.
-        batch_size: examples per batch in every split.
-        seed: seed of the data generation and of the training shuffle order.
-        gen_factors: length-generalisation test sets at k x length, one per entry (integers
-            >= 2, no repeats). Defaults to [2, 4]; [] disables them.
+        **kwargs: the options every task shares (:class:`SyntheticDataModule`) but the split
+            sizes, which the two per-class counts set, and the curriculum.
     """
 
     name = "signal"  # its key in TASKS, configs/<name>/ and every record
@@ -56,11 +54,8 @@ class SignalData(SyntheticDataModule):
         n_per_class: int = 300,
         n_eval_per_class: int = 100,
         in_features: int = 1,
-        batch_size: int = 64,
-        seed: int = 0,
-        gen_factors: list[int] | None = None,
+        **kwargs,
     ) -> None:
-        super().__init__(batch_size=batch_size, seed=seed, gen_factors=gen_factors)
         self.length = check_int("length", length, 1)
         freqs = [1.0, 2.0, 3.0] if freqs is None else [float(f) for f in freqs]
         if len(freqs) < 2 or len(set(freqs)) != len(freqs):
@@ -75,13 +70,17 @@ class SignalData(SyntheticDataModule):
         self.n_per_class = check_int("n_per_class", n_per_class, 1)
         self.n_eval_per_class = check_int("n_eval_per_class", n_eval_per_class, 1)
         self._in_features = check_int("in_features", in_features, 1)
-        # Every split is balanced: n examples per class, shuffled.
-        self.n_train = n_per_class * len(freqs)
-        self.n_val = self.n_test = n_eval_per_class * len(freqs)
-
-    @property
-    def train_length(self) -> int:
-        return self.length
+        # Every split is balanced: n examples per class, shuffled. No curriculum: a class is
+        # a frequency per training window, which a much shorter sequence barely shows.
+        # Naming these here also keeps them out of this task's options.
+        n_eval = n_eval_per_class * len(freqs)
+        super().__init__(
+            n_train=n_per_class * len(freqs),
+            n_val=n_eval,
+            n_test=n_eval,
+            curriculum=False,
+            **kwargs,
+        )
 
     @property
     def in_features(self) -> int:

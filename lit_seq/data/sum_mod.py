@@ -40,14 +40,7 @@ class SumModData(SyntheticDataModule):
         length: time steps per training sequence (N; the longest with the curriculum).
         modulus: the modulus k: values and classes are 0 .. k - 1.
         n_train: training sequences.
-        n_val: validation sequences.
-        n_test: sequences in each test set (training length and every gen length).
-        batch_size: examples per batch in every split.
-        seed: seed of the data generation and of the training shuffle order.
-        gen_factors: length-generalisation test sets at k x length, one per entry (integers
-            >= 2, no repeats). Defaults to [2, 4]; [] disables them.
-        curriculum: uniform curriculum: each training batch has one length drawn from
-            1..length (n_train spread evenly over the lengths); val/test keep `length`.
+        **kwargs: the options every task shares (:class:`SyntheticDataModule`).
     """
 
     name = "sum_mod"  # its key in TASKS, configs/<name>/ and every record
@@ -58,23 +51,11 @@ class SumModData(SyntheticDataModule):
         length: int = 20,
         modulus: int = 5,
         n_train: int = 5000,
-        n_val: int = 500,
-        n_test: int = 1000,
-        batch_size: int = 64,
-        seed: int = 0,
-        gen_factors: list[int] | None = None,
-        curriculum: bool = False,
+        **kwargs,
     ) -> None:
-        super().__init__(
-            batch_size=batch_size, seed=seed, gen_factors=gen_factors, curriculum=curriculum
-        )
         self.length = check_int("length", length, 1)
         self.modulus = check_int("modulus", modulus, 2)
-        self.set_split_sizes(n_train, n_val, n_test)
-
-    @property
-    def train_length(self) -> int:
-        return self.length
+        super().__init__(n_train=n_train, **kwargs)
 
     @property
     def in_features(self) -> int:

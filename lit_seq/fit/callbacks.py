@@ -211,8 +211,13 @@ class AttentionMapLogger(L.Callback):
         self.example = example
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.plot(trainer, pl_module, getattr(trainer, "datamodule", None))
+
+    def plot(self, trainer: L.Trainer, pl_module: L.LightningModule, datamodule) -> None:
+        """The plot of ``pl_module``'s weights now, on ``datamodule``'s validation example,
+        written to ``trainer``'s run folder and loggers (a population member's is drawn by
+        the population, whose members' Trainers do not train)."""
         net = getattr(pl_module, "net", None)
-        datamodule = getattr(trainer, "datamodule", None)
         if datamodule is None or not hasattr(getattr(net, "backbone", None), "attention_maps"):
             return
         batch = datamodule.val_set[[self.example]]

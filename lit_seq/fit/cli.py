@@ -5,6 +5,9 @@ runs); :func:`check_config` parses and builds data and system only, with the sam
 constructors (what a grid runs on every cell before anything trains).
 """
 
+import shlex
+from pathlib import Path
+
 import torch
 from jsonargparse import ArgumentError, DefaultHelpFormatter
 from lightning.pytorch import Trainer
@@ -24,11 +27,15 @@ from lit_seq.fit.checkpoints import (
 from lit_seq.fit.csv_log import RunCSVLogger
 from lit_seq.fit.header import options_help
 from lit_seq.fit.input_checks import (
+    NOT_CONFIG_KEYS,
+    batch_notes,
     check_goals,
     check_pairing,
     check_trainer,
     checked,
+    fit_val_interval,
     one_line,
+    unknown_key,
     with_config,
 )
 from lit_seq.fit.progress_bar import ThrottledRichProgressBar
@@ -43,18 +50,37 @@ from lit_seq.fit.scoring import RangeEval
 from lit_seq.fit.signals import StopOnSignal
 from lit_seq.fit.target import StopAtTarget, Target
 from lit_seq.fit.wandb_logger import GuardedWandbLogger, start_wandb_logger
-from lit_seq.fit.wandb_modes import WANDB_MODES, WANDB_TAG_LIMIT, resolve_wandb_mode
+from lit_seq.fit.wandb_modes import (
+    WANDB_MODES,
+    WANDB_TAG_LIMIT,
+    resolve_wandb_mode,
+    wandb_target,
+)
 from lit_seq.systems import SequenceSystem
 from lit_seq.util.checks import BadInput, check_int
+from lit_seq.util.environment import fit_environment
+
+CONFIG_FILE = "config.yaml"  # in the run folder: the fit's whole config, what a resume reads
+
+
+def resume_command(run_dir: Path) -> str:
+    """The command that resumes the fit of ``run_dir``, to be pasted as it is: its own config
+    (a resume with another config builds another model), its folder, its last checkpoint."""
+    config = Path(run_dir) / CONFIG_FILE
+    args = ["--config", str(config), "--run_dir", str(run_dir), "--ckpt_path", "last"]
+    return shlex.join(["python", "-m", "lit_seq.fit", *args])
 
 
 class SaveAndLogConfig(SaveConfigCallback):
-    """Writes ``config.yaml`` to the run folder and sends the resolved config to W&B too."""
+    """Writes ``config.yaml`` to the run folder and sends the resolved config to W&B too,
+    with the machine and software of the run (``environment``, as in its record)."""
 
     def save_config(self, trainer: Trainer, pl_module, stage: str) -> None:
         for logger in trainer.loggers:
             if isinstance(logger, GuardedWandbLogger):
-                logger.update_config({"cli": resolved_config(self.config, pl_module)})
+                environment = fit_environment(trainer.strategy.root_device, trainer.precision)
+                config = resolved_config(self.config, pl_module)
+                logger.update_config({"cli": config, "environment": environment})
 
 
 def resolved_config(config, model: SequenceSystem) -> dict:
@@ -70,8 +96,23 @@ def resolved_config(config, model: SequenceSystem) -> dict:
     return content
 
 
+# Building LightningCLI's parser reads the signature of every class it can build (most of a
+# second of CPU); parsing with it takes milliseconds. A process that builds many fits (a
+# population's members, a grid checking its cells) builds one parser per kind of CLI and
+# reuses it: a parser keeps no state of a parse.
+_PARSERS: dict[tuple, object] = {}
+
+
 class LitSeqCLI(LightningCLI):
     """LightningCLI with lit_seq's run folder, loggers, checkpoints and data -> model links."""
+
+    def setup_parser(self, add_subcommands: bool, main_kwargs: dict, subparser_kwargs: dict):
+        key = (type(self), add_subcommands, repr(main_kwargs), repr(subparser_kwargs))
+        if key in _PARSERS:
+            self.parser = _PARSERS[key]
+            return
+        super().setup_parser(add_subcommands, main_kwargs, subparser_kwargs)
+        _PARSERS[key] = self.parser
 
     def add_arguments_to_parser(self, parser) -> None:
         parser.add_argument(
@@ -94,7 +135,20 @@ class LitSeqCLI(LightningCLI):
             help=f"Weights & Biases: one of {list(WANDB_MODES)}; auto = online when an API "
             "key is configured, else offline run files (upload later with `wandb sync`).",
         )
-        parser.add_argument("--wandb_project", type=str, default="lit_seq", help="W&B project.")
+        parser.add_argument(
+            "--wandb_project",
+            type=str | None,
+            default=None,
+            help="W&B project (default: WANDB_PROJECT if set, else lit_seq; a grid gives its "
+            "runs its own, from its wandb: key or its driver's --wandb-project).",
+        )
+        parser.add_argument(
+            "--wandb_entity",
+            type=str | None,
+            default=None,
+            help="W&B entity, a user or team (default: WANDB_ENTITY if set, else W&B's default "
+            "for the API key).",
+        )
         parser.add_argument("--wandb_group", type=str | None, default=None, help="W&B group.")
         parser.add_argument("--wandb_tags", type=list[str], default=[], help="W&B run tags.")
         parser.add_argument(
@@ -131,11 +185,17 @@ class LitSeqCLI(LightningCLI):
 
     def parse_arguments(self, parser, args) -> None:
         """Parse, then refuse what Lightning would take (or trip over) before it seeds."""
-        super().parse_arguments(parser, args)
+        try:
+            super().parse_arguments(parser, args)
+        except ArgumentError as err:  # a misspelt section is said with the sections there are
+            keys = sorted({a.dest.split(".")[0] for a in parser._actions} - NOT_CONFIG_KEYS)
+            raise BadInput(unknown_key(str(err), keys) or one_line(err)) from None
         seed = self.config.seed_everything
         if not isinstance(seed, bool):  # true: Lightning picks a seed
             checked(lambda: check_int("seed_everything", seed, 0, maximum=2**32 - 1))
         checked(lambda: check_trainer(self.config.trainer))
+        # what the fit changes to make a setting run, each said in the header (print_header)
+        self.notes = [note] if (note := fit_val_interval(self.config.trainer)) else []
         checked(lambda: check_int("checkpoint_every", self.config.checkpoint_every, 1))
         if long := [t for t in self.config.wandb_tags if len(t) > WANDB_TAG_LIMIT]:
             raise BadInput(
@@ -161,6 +221,7 @@ class LitSeqCLI(LightningCLI):
         """Pairing and goals, then the run folder read only: a refusal changes nothing."""
         check_pairing(self.datamodule, self.model)
         self.target, self.range_eval = check_goals(self.config, self.model)
+        self.notes += batch_notes(self.datamodule)
         self.run_dir = run_dir_path(self.config, self.datamodule.name)
         check_not_in_use(self.run_dir)
         check_run(self.config, self.run_dir, self.model)
@@ -217,9 +278,11 @@ class LitSeqCLI(LightningCLI):
         loggers = [RunCSVLogger(self.run_dir, self.resume.step if self.resume else None)]
         self.wandb_error = ""
         if self.wandb_mode != "off":
+            project, entity = wandb_target(self.config.wandb_project, self.config.wandb_entity)
             wandb_logger, self.wandb_error = start_wandb_logger(
                 self.wandb_mode,
-                project=self.config.wandb_project,
+                project=project,
+                entity=entity,
                 name=self.run_dir.name,
                 save_dir=str(self.run_dir),
                 id=wandb_run_id(self.run_dir, resuming=self.resume is not None),
@@ -234,7 +297,10 @@ class LitSeqCLI(LightningCLI):
                 metrics = self.model.build_metrics().items()
                 best = {f"val/{k}": bool(m.higher_is_better) for k, m in metrics}
                 wandb_logger.define_best({"val/loss": False, **best})
-                wandb_logger.update_summary({"params": self.model.num_parameters})
+                # the backbone by its name: a plug-in's own, where the config's arch is unused
+                arch = self.model.arch_name
+                wandb_logger.update_config({"arch_name": arch})
+                wandb_logger.update_summary({"params": self.model.num_parameters, "arch": arch})
                 loggers.append(wandb_logger)
         return loggers
 
@@ -271,7 +337,11 @@ def _make_cli(cli_class: type[LitSeqCLI], args: list[str]) -> LitSeqCLI:
                 "enable_model_summary": False,
             },
             save_config_callback=SaveAndLogConfig,
-            save_config_kwargs={"overwrite": True, "save_to_log_dir": True},
+            save_config_kwargs={
+                "config_filename": CONFIG_FILE,
+                "overwrite": True,
+                "save_to_log_dir": True,
+            },
             parser_kwargs={
                 "exit_on_error": False,
                 "prog": "python -m lit_seq.fit",
@@ -283,6 +353,8 @@ def _make_cli(cli_class: type[LitSeqCLI], args: list[str]) -> LitSeqCLI:
             run=False,
             args=args,
         )
+    except BadInput:
+        raise
     except (ArgumentError, ValueError) as err:
         raise BadInput(one_line(err)) from None
 

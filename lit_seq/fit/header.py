@@ -6,11 +6,13 @@ backbone, the positional encoding, the readout, each task's settings) only under
 their allowed values, read from the typed signatures (so it cannot drift from them).
 """
 
+import functools
 import inspect
 import textwrap
 import typing
 
 import docstring_parser
+from jsonargparse import ArgumentParser
 from rich.console import Console
 from rich.table import Table
 
@@ -47,18 +49,32 @@ def _options(cls: type, skip: tuple[str, ...] = ()) -> list[tuple[str, str, str]
     return rows
 
 
+def _task_options(task: type) -> list[str]:
+    """The option names of ``task`` in ``--data.help``'s order: its own, then those it hands
+    to ``SyntheticDataModule`` through ``**kwargs`` (which the parser follows, and a plain
+    signature does not show)."""
+    parser = ArgumentParser()
+    parser.add_class_arguments(task)
+    return list(parser.get_defaults().keys())
+
+
 def _line(indent: str, name: str, kind: str, doc: str) -> str:
     head = f"{indent}{name:<16} {kind}"
     room = WIDTH - len(head) - 2
     return f"{head}  {textwrap.shorten(doc, room, placeholder='...')}" if room > 12 else head
 
 
+@functools.cache  # every fit's parser carries it; built once a process (it reads signatures)
 def options_help() -> str:
     """The text at the top of ``python -m lit_seq.fit --help``: lit_seq's own options."""
     lines = [
         "Train one configuration (default: signal / transformer), test it on every test set",
         "and write its run folder. lit_seq's own options follow; all options of one class:",
         "--model.help CLASS or --data.help CLASS (e.g. --model.help SequenceClassification).",
+        "",
+        "Which setting wins: arguments are read left to right and a later one wins. So with",
+        "--config a.yaml --config b.yaml --model.lr 0.01, b.yaml wins over a.yaml and the flag",
+        "over both; a flag placed before a --config is overridden by that file.",
         "",
         "model options (--model.NAME VALUE) of every system:",
     ]
@@ -71,7 +87,7 @@ def options_help() -> str:
             lines += [_line("    ", *row) for row in own]
     lines += ["", "tasks (--data CLASS, then --data.NAME VALUE; all: --data.help CLASS):"]
     for name, task in TASKS.items():
-        options = ", ".join(n for n, _, _ in _options(task))
+        options = ", ".join(_task_options(task))
         lines += textwrap.wrap(
             f"{name} (lit_seq.data.{task.__name__}): {options}",
             WIDTH,
@@ -82,11 +98,20 @@ def options_help() -> str:
 
 
 def fit_header(
-    run_dir: str, resumed_step: int | None, system, datamodule, trainer, wandb: str
+    run_dir: str,
+    resumed_step: int | None,
+    system,
+    datamodule,
+    trainer,
+    wandb: str,
+    notes: list[str] | tuple[str, ...] = (),
 ) -> list[str]:
-    """The few lines a fit prints before it trains: where, what, on what, and W&B."""
+    """The few lines a fit prints before it trains: where, what, on what, and W&B; then a
+    line per setting the fit changed to make it run (``notes``)."""
     resumed = f" (resuming at step {resumed_step})" if resumed_step is not None else ""
-    arch = system.hparams.get("arch", "")
+    arch = system.arch_name  # a plug-in backbone's own name, and its class and options
+    if getattr(system, "plugin", None) is not None:
+        arch += f" = {system.plugin.describe()}"
     lengths = ", ".join(map(str, datamodule.test_lengths))
     sizes = (getattr(datamodule, k, "?") for k in ("n_train", "n_val", "n_test"))
     n_train, n_val, n_test = sizes
@@ -99,6 +124,7 @@ def fit_header(
         f"{lengths}",
         f"device: {device.type}, precision {trainer.precision}, {trainer.max_steps} steps",
         f"W&B: {wandb}",
+        *(f"note: {note}" for note in notes),
     ]
 
 

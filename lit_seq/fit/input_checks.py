@@ -8,6 +8,7 @@ without a Trainer, so this reads the parsed ``trainer`` section), the pairing of
 system, the goals (target, range evaluation) and the config files themselves.
 """
 
+import inspect
 import re
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ import torch
 from lit_seq.data import TASKS, SyntheticDataModule
 from lit_seq.fit.scoring import RangeEval
 from lit_seq.fit.target import Target, check_target
+from lit_seq.models.plugin import SHARED, PluginBackbone
 from lit_seq.systems import SYSTEMS, SequenceSystem
 from lit_seq.util.assets import DEFAULT_CONFIG, find_file
 from lit_seq.util.checks import BadInput, check_choice, check_float, check_int
@@ -48,12 +50,6 @@ def check_trainer(trainer) -> None:
     interval = trainer.get("val_check_interval")
     if isinstance(interval, int) and not isinstance(interval, bool):
         check_int("trainer.val_check_interval", interval, 1, allowed=">= 1 (steps) or a fraction")
-        validates = trainer.get("limit_val_batches") != 0  # 0: validation off on purpose
-        if validates and max_steps and max_steps > 0 and interval > max_steps:
-            raise ValueError(
-                f"trainer.val_check_interval={interval} is longer than trainer.max_steps="
-                f"{max_steps}: the run would never validate (and keep no best checkpoint)"
-            )
     if trainer.get("gradient_clip_val") is not None:
         check_float("trainer.gradient_clip_val", trainer.get("gradient_clip_val"), 0.0)
     if trainer.get("precision") is not None:
@@ -63,6 +59,36 @@ def check_trainer(trainer) -> None:
             f"trainer.accelerator={trainer.get('accelerator')!r} but no CUDA device is visible "
             "here; use 'auto' (a GPU when there is one) or 'cpu'"
         )
+
+
+def fit_val_interval(trainer) -> str:
+    """Shrink a ``val_check_interval`` of more steps than ``max_steps`` to ``max_steps`` and
+    say so ("" when nothing changed): a quick run (``--trainer.max_steps 100``) of a config
+    made for a long one would otherwise never validate, and keep no best checkpoint."""
+    interval, max_steps = trainer.get("val_check_interval"), trainer.get("max_steps")
+    if not isinstance(interval, int) or isinstance(interval, bool) or not max_steps:
+        return ""
+    validates = trainer.get("limit_val_batches") != 0  # 0: validation off on purpose
+    if not validates or max_steps < 0 or interval <= max_steps:
+        return ""
+    trainer.val_check_interval = max_steps
+    return (
+        f"trainer.val_check_interval={interval} is longer than trainer.max_steps={max_steps}: "
+        f"validating every {max_steps} steps instead"
+    )
+
+
+NOT_CONFIG_KEYS = {"help", "config", "print_config", "print_shtab"}  # flags, not settings
+
+
+def unknown_key(message: str, keys: list[str]) -> str:
+    """The parser's ``message`` about a top-level key that is none of ``keys`` (``modle:`` in a
+    config, ``--modle.lr`` on the command line), said with the keys allowed; else ""."""
+    found = re.search(r"Option '(\w+)[\w.]*' is not accepted", message)
+    found = found or re.search(r"unrecognized arguments: --(\w+)", message)
+    if found is None or found.group(1) in keys or "Parser key" in message:
+        return ""
+    return f"unknown key {found.group(1)!r}; the keys of a fit's config are {keys}"
 
 
 def _inner(error: BaseException) -> BaseException | None:
@@ -96,11 +122,44 @@ def one_line(error: BaseException) -> str:
         root,
     )
     field = ".".join(dict.fromkeys(keys))
+    if field.endswith("backbone"):
+        return _backbone_error(field, root, str(error))
     if field == "trainer.precision" and (value := re.search(r"got '([^']*)'", root)):
         return f"trainer.precision={value.group(1)!r} is not one of {list(PRECISIONS)}"
     if field and field not in root:
         return f"{field}: {root}"
     return root
+
+
+def _backbone_error(field: str, root: str, text: str) -> str:
+    """The parser's refusal of a plug-in backbone in lit_seq's words: what is wrong with the
+    class, or with an option under its ``init_args`` (a shared option is the system's)."""
+    value = re.search(r"Given value: ([\w.]+)", text)
+    name = f"{field}={value.group(1)!r}" if value else field
+    if "No module named" in root or "has no attribute" in root:
+        return f"{name} cannot be imported: {root}"
+    if "to be a function that returns" in root:
+        return f"{name} is not an nn.Module class"
+    option = re.search(r"Option '(\w+)' is not accepted", root)
+    if option is None:
+        return f"{field}: {root}"
+    name = option.group(1)
+    where = f"{field}.init_args.{name}"
+    if name in SHARED:
+        return (
+            f"{where}: {name} is an option of the system, shared with the backbone; set it "
+            f"as model.{name}"
+        )
+    found = re.search(r"class_path='([\w.]+)'", text)
+    try:
+        cls = PluginBackbone.parse(found.group(1)).cls if found else None
+    except ValueError:
+        cls = None
+    if cls is None:
+        return f"{where}: the backbone takes no option {name!r}"
+    own = [n for n in inspect.signature(cls).parameters if n not in SHARED]
+    options = f"its own options are {own}" if own else "it has no options of its own"
+    return f"{where}: {cls.__name__} takes no option {name!r}; {options}"
 
 
 def checked(fn):
@@ -119,6 +178,17 @@ def check_pairing(datamodule: SyntheticDataModule, model: SequenceSystem) -> Non
             f"model={type(model).__name__} trains {model.task_kind!r} tasks, but task "
             f"{datamodule.name!r} is {datamodule.task_kind!r}{hint}"
         )
+
+
+def batch_notes(datamodule: SyntheticDataModule) -> list[str]:
+    """A line when ``batch_size`` is larger than the training set: it trains full-batch."""
+    if datamodule.train_batch_size >= datamodule.batch_size:
+        return []
+    n = datamodule.train_batch_size
+    return [
+        f"data.batch_size={datamodule.batch_size} is more than data.n_train={n}: every "
+        f"training batch is the whole training set ({n} sequences), and samples/s counts {n}"
+    ]
 
 
 def check_goals(config, model: SequenceSystem) -> tuple[Target, RangeEval]:

@@ -19,6 +19,7 @@ from lit_seq.fit.signals import FitInterrupted
 from lit_seq.fit.target import StopAtTarget
 from lit_seq.fit.wandb_logger import GuardedWandbLogger
 from lit_seq.record import FitResult, diverged_loss
+from lit_seq.util.environment import fit_environment
 
 
 def run(cli: LitSeqCLI) -> FitResult:
@@ -66,6 +67,7 @@ def print_header(cli: LitSeqCLI) -> None:
         datamodule=cli.datamodule,
         trainer=cli.trainer,
         wandb=where,
+        notes=cli.notes,
     )
     print("\n".join(lines), flush=True)
 
@@ -74,7 +76,7 @@ def _summary(trainer: Trainer, status: str) -> dict:
     """What the W&B runs table shows of a fit however it ended: status, steps and speed."""
     timer = next(c for c in trainer.callbacks if isinstance(c, TrainTimer))
     seconds, steps = timer.totals()
-    batch_size = getattr(trainer.datamodule, "batch_size", 0)
+    batch_size = getattr(trainer.datamodule, "train_batch_size", 0)  # the real batch
     return {
         "status": status,
         "steps": trainer.global_step,
@@ -137,7 +139,7 @@ def fit_result(
     trained: Trained,
     best: str,
 ) -> FitResult:
-    """The record of a finished fit: what it trained, how long, and every score."""
+    """The record of a finished fit: what it trained, how long, every score, and where."""
     trainer, model, datamodule = cli.trainer, cli.model, cli.datamodule
     wandb = _wandb_loggers(trainer)
     stopper = next((c for c in trainer.callbacks if isinstance(c, StopAtTarget)), None)
@@ -152,7 +154,7 @@ def fit_result(
         steps=trained.steps,
         train_seconds=round(trained.seconds, 3),
         samples_per_second=round(
-            trained.timed_steps * datamodule.batch_size / max(trained.seconds, 1e-9), 1
+            trained.timed_steps * datamodule.train_batch_size / max(trained.seconds, 1e-9), 1
         ),
         best_checkpoint=best,
         last_checkpoint=str(Path(cli.run_dir) / CHECKPOINTS / LAST),
@@ -168,4 +170,5 @@ def fit_result(
         target_seconds=reached[1] if reached else None,
         curve=curve,
         chance=model.chance_level,
+        **fit_environment(trainer.strategy.root_device, trainer.precision),
     )

@@ -118,7 +118,7 @@ def length_curve(system, datamodule, config: RangeEval) -> dict[str, dict[str, f
     for length in config.lengths(train_length, system.hparams.max_len, shortest):
         generator = _range_generator(datamodule.seed, length)
         # as a test set of that length: a task keeps it apart from training where it can
-        tensors = datamodule._generate_split("test", config.n, length, generator)
+        tensors = datamodule.draw(config.n, length, generator, split="test")
         metrics = system.test_metrics_for(length, train_length)
         values = score(system, tensors, metrics, batch_size=datamodule.batch_size)
         for name, value in (values or {}).items():

@@ -71,6 +71,21 @@ def resolve_wandb_mode(mode: str) -> str:
     return "online" if wandb_api_key_configured() else "offline"
 
 
+DEFAULT_PROJECT = "lit_seq"
+# Where a run goes, first found wins: an explicit option (a fit's --wandb_project, the grid
+# driver's --wandb-project), a grid's ``wandb: {project: ...}`` (handed to its runs as the
+# fit option), the environment (WANDB_PROJECT / WANDB_ENTITY), the default (lit_seq; the
+# entity: W&B's default for the API key).
+WANDB_TARGET_HELP = "explicit option > grid key > WANDB_PROJECT / WANDB_ENTITY > default"
+
+
+def wandb_target(project: str | None, entity: str | None) -> tuple[str, str | None]:
+    """The W&B (project, entity) of a run: each as given, else from the environment, else
+    the default (``lit_seq``; no entity: W&B's default for the API key)."""
+    project = project or os.environ.get("WANDB_PROJECT") or DEFAULT_PROJECT
+    return project, entity or os.environ.get("WANDB_ENTITY") or None
+
+
 def wandb_run_path(run) -> str:
     """A string that finds the run again: ``entity/project/id`` online, the folder offline."""
     if run is None:

@@ -7,10 +7,7 @@ constructor only the arguments it takes, so one set of options (the CLI's, as on
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import importlib
-import inspect
 from collections.abc import Callable
 
 from torch import nn
@@ -19,8 +16,9 @@ from lit_seq.util.checks import check_choice
 
 from .alibi import ALiBiBias, alibi_slopes
 from .attention import AttentionPositions, MultiHeadAttention, PositionalEncoding, causal_mask
-from .heads import PerStepHead, SequenceClassifier
+from .heads import AppendedOutputHead, PerStepHead, SequenceClassifier
 from .options import BackboneOptions
+from .plugin import BackboneFactory, PluginBackbone
 from .positional import (
     POS_MODES,
     LearnablePositionalEncoding,
@@ -67,34 +65,6 @@ def build_backbone(arch: str, options: BackboneOptions, *, causal: bool, max_len
     return BACKBONES[arch](**kwargs)
 
 
-def build_plugin_backbone(
-    path: str, options: BackboneOptions, *, causal: bool, max_len: int
-) -> nn.Module:
-    """A user's own backbone, the ``nn.Module`` class at import path ``path``
-    (``package.module.Class``), built with those of ``options``, ``causal`` and ``max_len``
-    that its ``__init__`` takes (all of them when it takes ``**kwargs``).
-
-    The plug-in hook that needs no edit here: the class maps (B, T, d) -> (B, T, d), takes
-    ``causal`` (and any of d_model, n_layers, n_heads, d_ff, dropout, pos_mode, residual,
-    max_len, bidirectional) and its ``forward`` an optional (B, T) padding mask (True at
-    padding).
-    """
-    module_name, _, class_name = path.rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError, ValueError) as err:
-        raise ValueError(f"backbone={path!r} cannot be imported: {err}") from None
-    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-        raise ValueError(f"backbone={path!r} is not an nn.Module class")
-    takes = inspect.signature(cls).parameters
-    if "causal" not in takes:
-        raise ValueError(f"backbone={path!r} must take a causal argument (True: no peeking)")
-    offered = {**dataclasses.asdict(options), "causal": causal, "max_len": max_len}
-    if any(p.kind is p.VAR_KEYWORD for p in takes.values()):
-        return cls(**offered)
-    return cls(**{k: v for k, v in offered.items() if k in takes})
-
-
 def build_seq2seq(
     arch: str,
     options: BackboneOptions,
@@ -132,7 +102,9 @@ __all__ = [
     "READOUTS",
     "SEQ2SEQ",
     "ALiBiBias",
+    "AppendedOutputHead",
     "AttentionPositions",
+    "BackboneFactory",
     "BackboneOptions",
     "DecoderBlock",
     "EncoderBlock",
@@ -141,6 +113,7 @@ __all__ = [
     "MultiHeadAttention",
     "NoPositionalEncoding",
     "PerStepHead",
+    "PluginBackbone",
     "PositionalEncoding",
     "RandomizedPositionalEncoding",
     "Readout",
@@ -154,7 +127,6 @@ __all__ = [
     "TransformerSeq2Seq",
     "alibi_slopes",
     "build_backbone",
-    "build_plugin_backbone",
     "build_positional",
     "build_seq2seq",
     "causal_mask",

@@ -6,6 +6,7 @@ architecture.
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from .readout import Readout
@@ -35,7 +36,7 @@ class SequenceClassifier(nn.Module):
         in_features: features per input step.
         num_classes: number of classes.
         d_model: backbone width d.
-        readout: "mean", "cls" or "last".
+        readout: "mean", "cls", "last" or "empty".
     """
 
     def __init__(
@@ -67,7 +68,8 @@ class SequenceClassifier(nn.Module):
     def attention_maps(self, x: Tensor, padding_mask: Tensor | None = None) -> list[Tensor]:
         """Per-layer attention maps (B, H, T', T') of the backbone, for visualisation.
 
-        T' = T + 1 with the "cls" readout (the token is position 0).
+        T' = T + 1 with the "cls" readout (the token is position 0) and with "empty" (the
+        token follows the sequence).
         """
         if not hasattr(self.backbone, "attention_maps"):
             raise TypeError(f"{type(self.backbone).__name__} has no attention maps")
@@ -106,3 +108,50 @@ class PerStepHead(nn.Module):
         if not hasattr(self.backbone, "attention_maps"):
             raise TypeError(f"{type(self.backbone).__name__} has no attention maps")
         return self.backbone.attention_maps(self.embed(x), padding_mask)
+
+
+class AppendedOutputHead(nn.Module):
+    """Write a whole output sequence at once on empty positions appended to the input.
+
+    (B, T, in_features) and ``n_out`` -> logits (B, n_out, out_features). The input is
+    embedded, ``n_out`` copies of a learned empty token follow it, the backbone reads all
+    T + n_out positions, and the head reads the last ``n_out`` only: the non-autoregressive
+    models of Delétang et al. 2023 (experiments/utils.py ``make_model_with_empty_targets``,
+    whose empty symbol is an extra one-hot input; its embedding is this free vector).
+    Example: input 0 1 1 and n_out 3 -> the backbone reads 0 1 1 E E E and position 3's
+    output is the first output symbol. Nothing read at positions 0 .. T-1 reaches the logits
+    except through the backbone's own state.
+
+    Args:
+        backbone: a (B, T, d) -> (B, T, d) module.
+        in_features: features per input step (the one-hot vocabulary).
+        out_features: classes per output position.
+        d_model: backbone width d.
+    """
+
+    def __init__(
+        self, backbone: nn.Module, in_features: int, out_features: int, d_model: int
+    ) -> None:
+        super().__init__()
+        self.embed = nn.Linear(in_features, d_model)
+        self.empty_token = nn.Parameter(torch.randn(1, 1, d_model) * 0.02)  # (1, 1, d)
+        self.backbone = backbone
+        self.head = nn.Linear(d_model, out_features)
+
+    def forward(self, x: Tensor, n_out: int) -> Tensor:
+        """(B, T, in_features) -> (B, n_out, out_features) logits at the appended positions."""
+        h = self.embed(x)  # (B, T, d)
+        empty = self.empty_token.expand(h.shape[0], n_out, -1).to(h.dtype)  # (B, n_out, d)
+        h = self.backbone(torch.cat([h, empty], dim=1))  # (B, T + n_out, d)
+        return self.head(h[:, h.shape[1] - n_out :])  # (B, n_out, out_features)
+
+    def attention_maps(self, x: Tensor, n_out: int | None = None) -> list[Tensor]:
+        """Per-layer attention maps (B, H, T + n_out, T + n_out) of the backbone over the
+        input and ``n_out`` empty positions after it (None: as many as the input has, the
+        run of reverse_string and odds_first), for visualisation."""
+        if not hasattr(self.backbone, "attention_maps"):
+            raise TypeError(f"{type(self.backbone).__name__} has no attention maps")
+        h = self.embed(x)  # (B, T, d)
+        n_out = h.shape[1] if n_out is None else n_out
+        empty = self.empty_token.expand(h.shape[0], n_out, -1).to(h.dtype)
+        return self.backbone.attention_maps(torch.cat([h, empty], dim=1))

@@ -1,7 +1,7 @@
 """``BackboneOptions``: the architecture options every network builder shares, as one value.
 
 A system builds it once from its own typed arguments and hands it to ``build_backbone``,
-``build_plugin_backbone`` or ``build_seq2seq``; each builder passes a constructor only the
+``PluginBackbone.build`` or ``build_seq2seq``; each builder passes a constructor only the
 fields it takes. What the task or the head decides (``causal``, ``max_len``, ``vocab_size``)
 is given to the builders separately.
 """

@@ -1,7 +1,7 @@
 """Recurrent backbone: ``nn.RNN`` (tanh) or ``nn.LSTM``, one class, the cell a flag.
 
 The torch modules (not a Python loop over time) are used so that cuDNN's fused
-kernels run on GPU. Inside ``unrolled_recurrences()`` the same recurrence runs as a loop of
+kernels run on GPU. Inside ``stacking.stacked_members()`` the same recurrence runs as a loop of
 matrix products instead, which ``torch.func.vmap`` can batch over K models (packed runs).
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from lit_seq.models.unrolled import unrolled, unrolling
+from lit_seq.models.stacking import in_stacked_call
+from lit_seq.models.unrolled import unrolled
 from lit_seq.util.checks import check_choice
 
 CELLS = ("rnn", "lstm")
@@ -89,7 +90,7 @@ class RecurrentBackbone(nn.Module):
             packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
             out, _ = self.rnn(packed)
             out, _ = pad_packed_sequence(out, batch_first=True, total_length=T)  # (B, T, 2d)
-        elif unrolling() and not self.bidirectional:  # the same recurrence, for vmap
+        elif in_stacked_call() and not self.bidirectional:  # the same recurrence, for vmap
             out = unrolled(self.rnn, x)
         else:
             out, _ = self.rnn(x)  # (B, T, d) or (B, T, 2d)

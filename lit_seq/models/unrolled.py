@@ -11,29 +11,9 @@ gate order, zero initial state); inside :func:`unrolled_recurrences` every
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-
-_UNROLLED = contextvars.ContextVar("lit_seq_unrolled_recurrences", default=False)
-
-
-@contextlib.contextmanager
-def unrolled_recurrences():
-    """While the block runs, recurrent backbones compute with :func:`unrolled`."""
-    token = _UNROLLED.set(True)
-    try:
-        yield
-    finally:
-        _UNROLLED.reset(token)
-
-
-def unrolling() -> bool:
-    """Whether the caller is inside :func:`unrolled_recurrences`."""
-    return _UNROLLED.get()
 
 
 def unrolled(rnn: nn.RNNBase, x: Tensor) -> Tensor:

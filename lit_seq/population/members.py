@@ -16,7 +16,9 @@ import math
 from pathlib import Path
 
 from lightning.pytorch.cli import SaveConfigCallback
+from lightning.pytorch.loggers import CSVLogger
 
+from lit_seq.fit.callbacks import AttentionMapLogger
 from lit_seq.fit.checkpoints import CHECKPOINTS, LAST
 from lit_seq.fit.cli import LitSeqCLI
 from lit_seq.fit.run import Trained, print_header, test_and_record
@@ -35,7 +37,7 @@ class MemberRun:
 
     def __init__(self, cli: LitSeqCLI, save) -> None:
         self.cli = cli
-        self.save = save
+        self._save = save
         self.folder = Path(cli.run_dir) / CHECKPOINTS
         self.best_score = math.inf
         self.best_path = ""
@@ -51,6 +53,14 @@ class MemberRun:
         for callback in self.cli.trainer.callbacks:
             if isinstance(callback, SaveConfigCallback):
                 callback.setup(self.cli.trainer, self.cli.model, stage="fit")
+
+    def save(self, path: Path) -> None:
+        """Write the member's checkpoint to ``path``, its CSV rows first: a resume keeps the
+        rows of the steps before its checkpoint (what ``ResumeState`` does for a solo fit)."""
+        for logger in self.cli.trainer.loggers:
+            if isinstance(logger, CSVLogger):
+                logger.save()
+        self._save(path)
 
     def log(self, metrics: dict, step: int) -> None:
         for logger in self.cli.trainer.loggers:
@@ -107,6 +117,9 @@ class MemberRun:
         try:
             if failure is None and not self.error:
                 self.save(self.folder / LAST)
+                for callback in self.cli.trainer.callbacks:  # what a solo fit's train end draws
+                    if isinstance(callback, AttentionMapLogger):
+                        callback.plot(self.cli.trainer, self.cli.model, self.cli.datamodule)
                 trained = Trained(self.steps, self.seconds, self.steps)
                 outcome = test_and_record(self.cli, self.best_path, trained)
                 status, exit_code = ("diverged", 1) if diverged_loss(outcome.metrics) else ("ok", 0)

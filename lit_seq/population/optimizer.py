@@ -32,9 +32,8 @@ class MemberHyper:
 
 
 def _rows(values: list[float], like: Tensor) -> Tensor:
-    """(K, 1, ..., 1) of ``values`` in ``like``'s dtype and device, broadcasting over rows."""
-    shape = (len(values),) + (1,) * (like.dim() - 1)
-    return torch.tensor(values, dtype=torch.float64).to(like).reshape(shape)
+    """(K,) of ``values`` (computed as Python floats) in ``like``'s dtype and device."""
+    return torch.tensor(values, dtype=torch.float64).to(like)
 
 
 class PopulationAdam(torch.optim.Optimizer):
@@ -81,48 +80,65 @@ class PopulationAdam(torch.optim.Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        lrs = self.current_lrs()
-        self.steps += self.active.long()
-        for p in self.param_groups[0]["params"]:
-            if p.grad is not None:
-                self._update(p, lrs)
+        params = [p for p in self.param_groups[0]["params"] if p.grad is not None]
+        if params:
+            lrs = self.current_lrs()
+            self.steps += self.active.long()
+            numbers = self._numbers(lrs, params[0])
+            for param in params:
+                self._update(param, numbers)
         return loss
 
-    def _update(self, param: Tensor, lrs: list[float]) -> None:
+    def _numbers(self, lrs: list[float], like: Tensor) -> dict[str, Tensor]:
+        """This step's per-member numbers as (K,) tensors, each computed as torch's Adam
+        computes it for one member (Python floats), then cast like the parameters."""
+        members, steps = self.members, [max(int(n), 1) for n in self.steps]
+        rows = {
+            "keep": [
+                1 - lr * m.weight_decay if m.decoupled else 1.0
+                for m, lr in zip(members, lrs, strict=True)
+            ],
+            "l2": [0.0 if m.decoupled else m.weight_decay for m in members],
+            "one_minus_beta1": [1 - m.betas[0] for m in members],
+            "beta2": [m.betas[1] for m in members],
+            "one_minus_beta2": [1 - m.betas[1] for m in members],
+            "correction2": [
+                math.sqrt(1 - m.betas[1] ** n) for m, n in zip(members, steps, strict=True)
+            ],
+            "eps": [m.eps for m in members],
+            "neg_step_size": [
+                -(lr / (1 - m.betas[0] ** n)) for m, lr, n in zip(members, lrs, steps, strict=True)
+            ],
+        }
+        out = {name: _rows(values, like) for name, values in rows.items()}
+        out["active"] = self.active.to(like.device)
+        out["decay"] = any(m.decoupled and m.weight_decay for m in members)
+        out["add_l2"] = any(rows["l2"])
+        return out
+
+    def _update(self, param: Tensor, numbers: dict) -> None:
         """One member-wise Adam step of ``param`` (K, ...): torch's single-tensor Adam, row k
-        with member k's numbers (Python floats, as torch computes them)."""
+        with member k's numbers."""
         state = self.state[param]
         if not state:
             state["exp_avg"] = torch.zeros_like(param)
             state["exp_avg_sq"] = torch.zeros_like(param)
         grad, exp_avg, exp_avg_sq = param.grad, state["exp_avg"], state["exp_avg_sq"]
-        members, steps = self.members, [int(n) for n in self.steps]
-        active = self.active.to(param.device).reshape((-1,) + (1,) * (param.dim() - 1))
+        shape = (-1,) + (1,) * (param.dim() - 1)  # a (K,) row of numbers over each member
+
+        def row(name: str) -> Tensor:
+            return numbers[name].view(shape)
+
         new_param = param.clone()
-        if any(m.decoupled and m.weight_decay for m in members):
-            keep = [
-                1 - lr * m.weight_decay if m.decoupled else 1.0
-                for m, lr in zip(members, lrs, strict=True)
-            ]
-            new_param.mul_(_rows(keep, param))
-        if any(not m.decoupled and m.weight_decay for m in members):
-            l2 = [0.0 if m.decoupled else m.weight_decay for m in members]
-            grad = grad + new_param * _rows(l2, param) if any(l2) else grad
-        beta1 = _rows([1 - m.betas[0] for m in members], param)
-        beta2 = _rows([m.betas[1] for m in members], param)
-        one_minus_beta2 = _rows([1 - m.betas[1] for m in members], param)
-        new_avg = exp_avg.lerp(grad, beta1)
-        new_sq = exp_avg_sq * beta2 + one_minus_beta2 * grad * grad
-        step_size = [
-            lr / (1 - m.betas[0] ** max(n, 1)) for m, lr, n in zip(members, lrs, steps, strict=True)
-        ]
-        correction2 = [
-            math.sqrt(1 - m.betas[1] ** max(n, 1)) for m, n in zip(members, steps, strict=True)
-        ]
-        denom = (new_sq.sqrt() / _rows(correction2, param)).add_(
-            _rows([m.eps for m in members], param)
-        )
-        new_param.add_(new_avg / denom * _rows([-s for s in step_size], param))
+        if numbers["decay"]:  # AdamW: param.mul_(1 - lr * weight_decay)
+            new_param.mul_(row("keep"))
+        if numbers["add_l2"]:  # Adam: grad = grad.add(param, alpha=weight_decay)
+            grad = grad + new_param * row("l2")
+        new_avg = exp_avg.lerp(grad, row("one_minus_beta1"))
+        new_sq = exp_avg_sq * row("beta2") + row("one_minus_beta2") * grad * grad
+        denom = (new_sq.sqrt() / row("correction2")).add_(row("eps"))
+        new_param.add_(new_avg / denom * row("neg_step_size"))
+        active = row("active")
         param.copy_(torch.where(active, new_param, param))
         exp_avg.copy_(torch.where(active, new_avg, exp_avg))
         exp_avg_sq.copy_(torch.where(active, new_sq, exp_avg_sq))

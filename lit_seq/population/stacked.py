@@ -7,8 +7,9 @@ training loss, ``loss_k = system.loss(batch_k)`` with member k's weights, in one
 member becomes one batched product of K, and a backward pass of the summed losses fills each
 row of each stacked gradient with that member's own gradient (the members share nothing).
 
-Recurrent backbones run their unrolled recurrence there (``lit_seq.models.unrolled``), which
-vmap can batch; a fused recurrence anywhere else cannot run stacked (:func:`unstackable`).
+Recurrent backbones run their unrolled recurrence there and attention its explicit form
+(``lit_seq.models.stacking``), which vmap batches; a fused recurrence anywhere else cannot
+run stacked (:func:`unstackable`).
 Nothing random may run inside (``randomness="error"``): a member must compute exactly what
 its solo run computes, and a shared random stream cannot give that.
 """
@@ -20,7 +21,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
 from lit_seq.models.recurrent import RecurrentBackbone
-from lit_seq.models.unrolled import unrolled_recurrences
+from lit_seq.models.stacking import stacked_members
 
 
 def unstackable(module: nn.Module) -> str:
@@ -65,6 +66,22 @@ def member_weights(stacked: dict[str, Tensor], k: int) -> dict[str, Tensor]:
     return {name: tensor[k] for name, tensor in stacked.items()}
 
 
+def _aliases(module: nn.Module) -> dict[str, str]:
+    """Each attribute holding a parameter (tied weights sit in several) -> the parameter's
+    first name. A module reached by two paths (seq2seq's shared embedding) counts once:
+    swapping its weight twice would leave the stacked one behind when the swap is undone."""
+    first: dict[int, str] = {}
+    seen: set[tuple[int, str]] = set()
+    out = {}
+    for name, param in module.named_parameters(remove_duplicate=False):
+        owner, _, leaf = name.rpartition(".")
+        slot = (id(module.get_submodule(owner)), leaf)
+        if slot not in seen:
+            seen.add(slot)
+            out[name] = first.setdefault(id(param), name)
+    return out
+
+
 def member_losses(template: nn.Module, stacked: dict[str, Tensor], batch: dict) -> Tensor:
     """(K,) training losses: member k's ``template.loss(batch[.][k])`` with weights row k.
 
@@ -72,10 +89,13 @@ def member_losses(template: nn.Module, stacked: dict[str, Tensor], batch: dict) 
     positional tables, equal in every member of a population). ``batch``: name -> (K, ...).
     """
     loss = _Loss(template)
+    # a tied weight (seq2seq's embeddings and output layer) is handed under each of its
+    # names: functional_call's own tying leaves one alias pointing at a vmapped tensor
+    aliases = _aliases(template)
 
     def one(weights: dict[str, Tensor], member_batch: dict[str, Tensor]) -> Tensor:
-        named = {f"system.{name}": w for name, w in weights.items()}
-        return functional_call(loss, named, (member_batch,), strict=False)
+        named = {f"system.{alias}": weights[name] for alias, name in aliases.items()}
+        return functional_call(loss, named, (member_batch,), strict=False, tie_weights=False)
 
-    with unrolled_recurrences():
+    with stacked_members():
         return vmap(one, randomness="error")(stacked, batch)

@@ -132,6 +132,12 @@ def member_checkpoint(trainer: L.Trainer, population: PopulationSystem, k: int) 
         group["lr"] = lr
     schedule.last_epoch, schedule._step_count, schedule._last_lr = steps, steps + 1, [lr]
     loop = trainer.fit_loop.state_dict()
+    # a solo fit's scheduler steps with its optimizer; the population's has no scheduler
+    this_epoch = loop["epoch_loop.batch_progress"]["current"]["completed"]
+    loop["epoch_loop.scheduler_progress"] = {
+        "total": {"ready": steps, "completed": steps},
+        "current": {"ready": this_epoch, "completed": this_epoch},
+    }
     loaders = loop.get("state_dict", {}).get("combined_loader")
     if loaders:  # the population's loader state -> this member's
         loop["state_dict"]["combined_loader"] = [
@@ -194,7 +200,11 @@ def fit_population(member_args: list[list[str]]) -> list[FitResult | BaseExcepti
             trainer.fit(population, datamodule=PopulationData([c.datamodule for c in clis]))
     except (Exception, FitInterrupted) as err:  # every member still training fails with it
         failure = err
-    return [run.finish(None if run.done and not failure else failure) for run in runs]
+    outcomes = []
+    for k, run in enumerate(runs):
+        population.sync_member(k)  # its final weights (a stopped member's: those it stopped at)
+        outcomes.append(run.finish(None if run.done and not failure else failure))
+    return outcomes
 
 
 def _saver(trainer: L.Trainer, population: PopulationSystem, k: int):

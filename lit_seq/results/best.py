@@ -5,22 +5,31 @@ the best over seeds and hyperparameters (learning rates, and for a Transformer i
 positional encodings). ``best_table`` gives that row two ways, side by side:
 
 - ``best_by_val``: the run with the best validation main metric (``val/<main>`` of its
-  tested checkpoint; ties go to the run listed first in the grid). No test set takes
-  part in the choice, so its score is an honest estimate of the chosen model.
+  tested checkpoint). No test set takes part in the choice, so its score is an honest
+  estimate of the chosen model. Runs often tie there (most echo runs reach val 1.000):
+  ``val_ties`` says how many share the best value and ``tied_runs`` which; the tie is
+  broken by the lower ``val/loss`` (still validation only), then by grid order, and
+  ``tied_score`` gives the mean score over all of them (what validation cannot tell apart).
 - ``max``: the highest score of any run (choosing on the test lengths themselves, as a
   table "maximised over seeds" does). It can only be higher; the gap shows how much of a
   published maximum may be selection.
 
-The score is ``range_ood/<main>`` (the mean over the range evaluation's lengths past the
-training length: Delétang's score) where the runs have it, else ``test/<main>``. Every
-ok run of the group counts, the ones a ``select:`` block did not keep included: a
-group's rows are all the models trained for it. The mean and 95% interval over seeds
-beside it come from the aggregate (the cell holding the best-by-validation run).
+The score (:func:`score_column`) counts only what no training sequence had: for a per-step
+task (one output per position, main metric ``acc``) ``range_ood/acc_ood``, the positions
+past the training length averaged over the range evaluation's lengths (an ``acc`` over a
+longer sequence would also count its first N positions), or without a range evaluation
+the longest test set's ``acc_ood``; for one label per sequence (or ``exact``)
+``range_ood/<main>`` (Delétang's score), or without a range evaluation ``test/<main>``.
+Every ok run of the group counts, the ones a ``select:`` block did not report included: a
+group's rows are all the models trained for it. The mean and 95% bootstrap interval over
+seeds beside it come from the aggregate (the cell holding the best-by-validation run),
+flagged when its ``select:`` winner ends its sweep.
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -30,16 +39,30 @@ from lit_seq.results.selection import lower_is_better
 from lit_seq.results.tables import NOT_AXES
 
 BEST_COLUMNS = ["task", "arch", "group", "runs", "failed", "score"]
-BEST_COLUMNS += ["best_by_val", "val", "best_by_val_score", "max", "max_run"]
+BEST_COLUMNS += ["best_by_val", "val", "best_by_val_score", "val_ties", "tied_score", "tied_runs"]
+BEST_COLUMNS += ["max", "max_run"]
 BEST_COLUMNS += ["cell_mean", "cell_ci_low", "cell_ci_high", "cell_n", "cell_values"]
+BEST_COLUMNS += ["cell_select_edge"]
+TIE_BREAK = "val/loss"  # lower wins among runs tied on the main validation metric
 
 
 def score_column(runs: pd.DataFrame, main: str) -> str:
-    """``range_ood/<main>`` where any of ``runs`` has it, else ``test/<main>``."""
+    """The column ``runs`` are scored on: past the training length where they have it.
+
+    A per-step task (main ``acc``, with ``acc_ood``): ``range_ood/acc_ood``, else the
+    longest test set's ``acc_ood``. Otherwise ``range_ood/<main>``, else ``test/<main>``.
+    """
+    known = [c for c in runs.columns if "/" in c and runs[c].notna().any()]
+    if main == "acc":
+        longest = sorted(
+            (int(m.group(1)), c) for c in known if (m := re.fullmatch(r"test_len(\d+)/acc_ood", c))
+        )
+        past_n = [f"{RANGE_OOD}/acc_ood", *(c for _, c in longest[-1:])]
+        for column in past_n:
+            if column in known:
+                return column
     column = f"{RANGE_OOD}/{main}"
-    if column in runs and runs[column].notna().any():
-        return column
-    return f"test/{main}"
+    return column if column in known else f"test/{main}"
 
 
 def _group_of(runs: pd.DataFrame) -> pd.Series:
@@ -72,13 +95,16 @@ def best_row(rows: pd.DataFrame, aggregate: pd.DataFrame) -> dict:
     }
     judged = ok.dropna(subset=[val]) if val in ok else ok.iloc[0:0]
     if not judged.empty:
-        values = pd.to_numeric(judged[val])
-        pick = values.idxmin() if lower_is_better(val) else values.idxmax()  # first on a tie
-        best = judged.loc[pick]
+        tied = _best_on_validation(judged, val)
+        best = tied.iloc[0]
+        scores = pd.to_numeric(tied[score]).dropna() if score in tied else pd.Series(dtype=float)
         row.update(
             best_by_val=_describe(best, varying),
             val=float(best[val]),
             best_by_val_score=_number(best.get(score)),
+            val_ties=len(tied),
+            tied_score=scores.mean() if len(scores) else math.nan,
+            tied_runs="; ".join(_describe(r, varying) for _, r in tied.iterrows()),
         )
         cell = aggregate[aggregate["cell"] == best["group"]]
         if len(cell) and f"{score}_mean" in cell:
@@ -89,12 +115,25 @@ def best_row(rows: pd.DataFrame, aggregate: pd.DataFrame) -> dict:
                 cell_ci_high=cell[f"{score}_ci_high"],
                 cell_n=cell["n"],
                 cell_values=cell[f"{score}_values"],
+                cell_select_edge=_text(cell.get("select_edge")),
             )
     scored = ok.dropna(subset=[score]) if score in ok else ok.iloc[0:0]
     if not scored.empty:
         top = pd.to_numeric(scored[score]).idxmax()
         row.update(max=float(scored.loc[top, score]), max_run=_describe(scored.loc[top], varying))
     return row
+
+
+def _best_on_validation(judged: pd.DataFrame, val: str) -> pd.DataFrame:
+    """The runs of ``judged`` that share its best ``val``, the tie-break's winner first
+    (lower :data:`TIE_BREAK`, then grid order)."""
+    values = pd.to_numeric(judged[val])
+    best = values.min() if lower_is_better(val) else values.max()
+    tied = judged[values == best]
+    if TIE_BREAK in tied and len(tied) > 1:
+        loss = pd.to_numeric(tied[TIE_BREAK]).fillna(math.inf)
+        tied = tied.assign(_loss=loss).sort_values("_loss", kind="stable").drop(columns="_loss")
+    return tied
 
 
 def _number(value) -> float:
@@ -122,39 +161,61 @@ def best_tables(runs: pd.DataFrame, aggregate: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([per_arch, per_cell], ignore_index=True)[["level", *BEST_COLUMNS]]
 
 
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def _interval(row: pd.Series) -> str:
     if pd.isna(row["cell_mean"]):
         return ""
     text = f"{row['cell_mean']:.3f}"
     if not pd.isna(row["cell_ci_low"]):
         text += f" [{row['cell_ci_low']:.3f}, {row['cell_ci_high']:.3f}]"
-    return f"{text}; n={int(row['cell_n'])}; {row['cell_values']}"
+    text = f"{text}; n={int(row['cell_n'])}; {row['cell_values']}"
+    edge = _text(row["cell_select_edge"])
+    return f"{text}; selected value at the {edge} end of its sweep" if edge else text
 
 
 def _score(value) -> str:
     return "" if pd.isna(value) else f"{value:.3f}"
 
 
-def _run_text(run, value, label: str = "") -> str:
-    """``0.700 (pos_mode=none lr=0.001 seed=0)``, or ``val 0.9`` first; blank when none."""
-    if not isinstance(run, str):
+def _best_text(row: pd.Series) -> str:
+    """``lr=0.01 seed=0 (val 1.000)``, with ``; first of 39 tied (lower val/loss)`` when
+    runs tie on validation; blank when none."""
+    if not isinstance(row["best_by_val"], str):
         return ""
-    return f"{value:.3f} ({run})" if not label else f"{run} ({label}{value:.3f})"
+    ties = int(row["val_ties"])
+    tied = f"; first of {ties} tied (lower {TIE_BREAK}, then grid order)" if ties > 1 else ""
+    return f"{row['best_by_val']} (val {row['val']:.3f}{tied})"
+
+
+def _best_score(row: pd.Series) -> str:
+    """The chosen run's score, with the mean over the runs it tied with on validation."""
+    text = _score(row["best_by_val_score"])
+    if text and row["val_ties"] > 1 and not pd.isna(row["tied_score"]):
+        text += f" (tied runs: mean {row['tied_score']:.3f})"
+    return text
+
+
+def _run_text(run, value) -> str:
+    """``0.700 (pos_mode=none lr=0.001 seed=0)``; blank when none."""
+    return f"{value:.3f} ({run})" if isinstance(run, str) else ""
 
 
 def best_markdown(table: pd.DataFrame) -> str:
-    """``best_tables`` as two headed Markdown tables."""
+    """``best_tables`` as two headed Markdown tables (the tied runs: ``best.csv``)."""
     parts = []
     for level, title in (("task+arch", "per task and arch"), ("cell", "per cell")):
         rows = table[table["level"] == level]
         header = ["task", "arch", *(["cell"] if level == "cell" else []), "score"]
         header += ["best by val (run)", "its score", "max over runs (run)"]
-        header += ["its cell: mean [95% t]; n; per seed", "runs"]
+        header += ["its cell: mean [95% bootstrap]; n; per seed", "runs"]
         body = []
         for _, row in rows.iterrows():
             cells = [row["task"], row["arch"], *([row["group"]] if level == "cell" else [])]
-            cells += [row["score"], _run_text(row["best_by_val"], row["val"], "val ")]
-            cells += [_score(row["best_by_val_score"]), _run_text(row["max_run"], row["max"])]
+            cells += [row["score"], _best_text(row), _best_score(row)]
+            cells += [_run_text(row["max_run"], row["max"])]
             failed = f" ({row['failed']} failed)" if row["failed"] else ""
             cells += [_interval(row), f"{row['runs']}{failed}"]
             body.append(cells)

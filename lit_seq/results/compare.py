@@ -3,14 +3,28 @@
 A cell is named by words that must all appear among the ``__``-separated parts of its id
 (the block name and ``axis=value`` pairs; a dotted key may be given by its last part,
 ``start_marker=true`` for ``data.start_marker=true``), e.g. ``echo_pos pos_mode=none``;
-a ``select:`` block's cell is its group, the selected runs per seed standing for it.
+a ``select:`` block's cell is its group, the runs at the selected value standing for it.
+
+What ``lit_seq.compare`` prints below its per-seed table is :func:`difference_lines` (the
+mean difference, its 95% bootstrap interval, the exact sign-flip p and the verdict, and
+what too few seeds cannot show) and :func:`selection_notes` (how each cell's ``select:``
+chose, flagged when the winner ends its sweep). Worked example: b - a = [0.20, 0.22, 0.19]
+-> ``mean difference +0.2033 [+0.1900, +0.2200] (95% bootstrap, n=3); sign-flip p = 0.25
+(exact: all 8 sign patterns): no difference detected``, then that 3 seeds can never give
+p below 0.05 (their least p is 0.25).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from lit_seq.results.stats import PairedDifference, paired_difference
+from lit_seq.results.stats import (
+    ALPHA,
+    SIGN_PATTERNS,
+    PairedDifference,
+    paired_difference,
+    smallest_sign_flip_p,
+)
 
 
 class CellNotFound(ValueError):
@@ -53,3 +67,38 @@ def compare_cells(
     cell_a, cell_b = find_cell(aggregate, a), find_cell(aggregate, b)
     values_a, values_b = seed_values(runs, cell_a, metric), seed_values(runs, cell_b, metric)
     return cell_a, cell_b, values_a, values_b, paired_difference(values_a, values_b)
+
+
+def difference_lines(diff: PairedDifference) -> list[str]:
+    """The mean of ``diff`` with its interval, p and verdict; and, when its seeds are too
+    few for any p below 0.05, how many it would take."""
+    iv = diff.interval
+    if iv.n < 2:
+        return [f"mean difference {iv.mean:+.4f} over {iv.n} shared seed(s): {diff.verdict}"]
+    patterns = 2**iv.n
+    exact = patterns <= SIGN_PATTERNS
+    how = f"exact: all {patterns} sign patterns" if exact else f"{SIGN_PATTERNS} sampled patterns"
+    lines = [
+        f"mean difference {iv.mean:+.4f} [{iv.low:+.4f}, {iv.high:+.4f}] (95% bootstrap, "
+        f"n={iv.n}); sign-flip p = {diff.p:.4g} ({how}): {diff.verdict}"
+    ]
+    least = smallest_sign_flip_p(iv.n)
+    if least >= ALPHA:
+        need = next(n for n in range(iv.n, 64) if smallest_sign_flip_p(n) < ALPHA)
+        lines.append(
+            f"{iv.n} seeds can never give p below {ALPHA} (their least p is {least:.4g}): "
+            f"a difference needs at least {need} shared seeds to be detected"
+        )
+    return lines
+
+
+def selection_notes(aggregate: pd.DataFrame, cells: dict[str, str]) -> list[str]:
+    """``a: lr=0.003 by mean val/acc on seeds 100 101 102 ...`` for each of ``cells``
+    (label -> cell id) that a ``select:`` block chose a value for."""
+    rows = aggregate.set_index("cell")
+    notes = []
+    for label, cell in cells.items():
+        chosen = rows.loc[cell].get("selected") if cell in rows.index else None
+        if isinstance(chosen, str) and chosen:
+            notes.append(f"{label}: {chosen}")
+    return notes

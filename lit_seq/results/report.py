@@ -1,4 +1,9 @@
-"""A grid folder's report: its tables and plots, written from its records alone."""
+"""A grid folder's report: its tables and plots, written from its records alone.
+
+``runs``, ``aggregate`` and ``summary`` (:mod:`lit_seq.results.tables`), ``best``
+(:mod:`lit_seq.results.best`), ``comparisons`` (:mod:`lit_seq.results.comparisons`: the
+grid's own paired comparisons with BH q across them) and the plots.
+"""
 
 from pathlib import Path
 
@@ -7,6 +12,7 @@ from rich.console import Console
 
 from lit_seq.record import RECORDS, read_records
 from lit_seq.results.best import best_markdown, best_tables
+from lit_seq.results.comparisons import block_pairs, comparisons_markdown, comparisons_table
 from lit_seq.results.plots import write_plots
 from lit_seq.results.tables import aggregate_table, print_aggregate, runs_table, write_tables
 from lit_seq.util.io import atomic_write_text
@@ -40,6 +46,9 @@ def build_report(
     best = best_tables(runs, aggregate)
     atomic_write_text(Path(out_dir) / "best.csv", best.to_csv(index=False))
     atomic_write_text(Path(out_dir) / "best.md", best_markdown(best))
+    comparisons = comparisons_table(runs, aggregate, block_pairs(runs, aggregate))
+    atomic_write_text(Path(out_dir) / "comparisons.csv", comparisons.to_csv(index=False))
+    atomic_write_text(Path(out_dir) / "comparisons.md", comparisons_markdown(comparisons))
     plots = write_plots(out_dir, runs, by_id)
     print_aggregate(aggregate, console)
     return runs, aggregate, plots

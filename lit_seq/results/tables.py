@@ -1,19 +1,21 @@
 """Result tables of a grid, built from its records alone.
 
 ``runs``: one row per run (every axis, seed, size, speed, time-to-target, status, every
-validation and test metric, W&B run, checkpoint). ``aggregate``: one row per cell (block +
-axis values) with, for every metric over its ok seeds: mean, std, the 95% t interval
-(``lit_seq.results.stats``), min, max and the per-seed values, plus ``n`` (ok seeds),
-``failed``, the seeds, and the success rate of the main metric (seeds at or above
-``SUCCESS_THRESHOLD``) at every test length. Both are saved as CSV, Parquet and Markdown;
-``summary.md`` (and the console) show per task the main metric at the training length and
-past it (``acc_ood`` on the positions no training sequence had, where the task has it).
+validation and test metric, W&B run, checkpoint, and the machine and software it ran on).
+``aggregate``: one row per cell (block + axis values) with, for every metric over its ok
+seeds: mean, std, the 95% bootstrap interval (``lit_seq.results.stats``: it stays inside
+the metric's range), min, max and the per-seed values, plus ``n`` (ok seeds), ``failed``,
+the seeds, and the success rate of the main metric (seeds at or above
+``SUCCESS_THRESHOLD``) with its 95% Wilson interval at every test length. Both are saved as
+CSV, Parquet and Markdown; ``summary.md`` (and the console) show per task the main metric
+at the training length and past it (``acc_ood`` on the positions no training sequence had,
+where the task has it).
 
-A block with ``select: {axis: lr}`` competes the values of that axis per seed: of the
-runs that differ only in it (their ``select_group``), the tables keep the one with the best
-validation metric (``select_metric`` of the tested checkpoint; the test sets play no part;
-ties go to the first value in grid order), and the aggregate row says which value won for
-each seed. The runs table keeps every run, with ``selected`` true or false.
+A block with ``select: {axis: lr, seeds: [...]}`` chooses one value of that axis on its
+selection seeds (:mod:`lit_seq.results.selection`); the tables report the other seeds, which
+ran at the winner, under the ``select_group`` as cell, and say which value won, on which
+seeds, and whether it sits at an end of its sweep (``select_edge``). The runs table keeps
+every run, with ``selected`` true (reported) or false.
 """
 
 import math
@@ -24,10 +26,10 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from lit_seq.record import RunRecord, format_value
+from lit_seq.record import ENVIRONMENT_FIELDS, RunRecord, format_value
 from lit_seq.results.markdown import markdown_cell, markdown_table
-from lit_seq.results.selection import choose_value, lower_is_better
-from lit_seq.results.stats import success_rate, t_interval
+from lit_seq.results.selection import mark_selected, selection_text
+from lit_seq.results.stats import bootstrap_interval, success_rate, wilson_interval
 from lit_seq.util.io import atomic_write_text
 
 ID_COLUMNS = ["run_id", "block", "cell", "task", "arch"]
@@ -35,9 +37,10 @@ RUN_COLUMNS = ["seed", "main_metric", "params", "train_length", "steps", "train_
 RUN_COLUMNS += ["samples_per_second"]
 RUN_COLUMNS += ["target", "target_reached", "target_step", "target_seconds", "chance"]
 SELECT_COLUMNS = ["select_axis", "select_metric", "select_seeds", "select_group", "selected"]
+SELECT_COLUMNS += ["select_edge"]  # lowest / highest: the group's winner ends its sweep
 STATUS_COLUMNS = ["status", "error", "warning", "wandb_run", "best_checkpoint"]
 MEAN_ONLY = ["params", "steps", "train_seconds", "samples_per_second", "target_seconds"]
-NOT_AXES = ID_COLUMNS + RUN_COLUMNS + SELECT_COLUMNS + STATUS_COLUMNS
+NOT_AXES = ID_COLUMNS + RUN_COLUMNS + SELECT_COLUMNS + STATUS_COLUMNS + ENVIRONMENT_FIELDS
 SUCCESS_THRESHOLD = 0.99  # a seed "solves" a test set when its main metric is at least this
 
 
@@ -67,57 +70,20 @@ def runs_table(records: list[RunRecord]) -> pd.DataFrame:
         row.update({a: format_value(r.axes[a]) if a in r.axes else None for a in axes})
         row.update({c: getattr(r, c) for c in RUN_COLUMNS + SELECT_COLUMNS[:4] + STATUS_COLUMNS})
         row["select_seeds"] = " ".join(map(str, r.select_seeds))
-        row["waited"] = bool(r.select_from)  # took the value its group selected
+        row.update({c: getattr(r, c) for c in ENVIRONMENT_FIELDS})
         row.update({m: r.val_metrics.get(m) for m in val_metrics})
         row.update({m: r.metrics.get(m) for m in metrics})
         rows.append(row)
     columns = ID_COLUMNS + axes + RUN_COLUMNS + SELECT_COLUMNS[:4] + STATUS_COLUMNS
-    runs = pd.DataFrame(rows, columns=[*columns, "waited", *val_metrics, *metrics])
-    runs.insert(columns.index("select_group") + 1, "selected", _selected(runs))
-    return runs.drop(columns="waited")
-
-
-def _selected(runs: pd.DataFrame) -> list:
-    """Per run: True / False in a ``select:`` block (:mod:`lit_seq.results.selection`), else
-    None.
-
-    Per seed (no ``select_seeds``), a seed none of whose competing runs is ok keeps its
-    first run (failed), so the cell counts it as failed instead of dropping it.
-    """
-    chosen: list = [None] * len(runs)
-    competing = runs[runs["select_axis"].fillna("") != ""]
-    for _, group in competing.groupby("select_group", sort=False):
-        axis, metric = group["select_axis"].iloc[0], group["select_metric"].iloc[0]
-        seeds = [int(s) for s in str(group["select_seeds"].iloc[0]).split()]
-        if seeds:  # one value for every seed, chosen on the selection seeds
-            contest = group[~group["waited"]]
-            values = list(dict.fromkeys(contest[axis]))
-            candidates = [
-                (v, int(s), st == "ok", None if pd.isna(m) else float(m))
-                for v, s, st, m in zip(
-                    contest[axis],
-                    contest["seed"],
-                    contest["status"],
-                    contest[metric] if metric in contest else [None] * len(contest),
-                    strict=True,
-                )
-            ]
-            winner = choose_value(candidates, values, seeds, metric)
-            for index, row in group.iterrows():
-                keep = bool(row["waited"]) or (winner is not None and row[axis] == winner)
-                chosen[runs.index.get_loc(index)] = keep
-            continue
-        for _, rows in group.groupby("seed", sort=False):
-            ok = rows[rows["status"] == "ok"]
-            values = pd.to_numeric(ok[metric]) if metric in ok else pd.Series(dtype=float)
-            values = values.dropna()
-            if values.empty:
-                pick = rows.index[0]
-            else:
-                pick = values.idxmin() if lower_is_better(metric) else values.idxmax()
-            for index in rows.index:
-                chosen[runs.index.get_loc(index)] = index == pick
-    return chosen
+    columns += ENVIRONMENT_FIELDS
+    runs = pd.DataFrame(rows, columns=[*columns, *val_metrics, *metrics])
+    # a run that took the value its group selected (on seeds other than the selection's)
+    waited = pd.Series([bool(r.select_from) for r in records], index=runs.index)
+    chosen, ends = mark_selected(runs, waited)
+    at = columns.index("select_group") + 1
+    runs.insert(at, "selected", chosen)
+    runs.insert(at + 1, "select_edge", ends)
+    return runs
 
 
 def metric_columns(runs: pd.DataFrame) -> list[str]:
@@ -161,11 +127,7 @@ def aggregate_table(runs: pd.DataFrame, success_threshold: float = SUCCESS_THRES
         axis = group["select_axis"].dropna()
         if len(axis) and axis.iloc[0]:
             row[axis.iloc[0]] = "selected"
-            on = str(group["select_seeds"].iloc[0])
-            how = f" on seeds {on} for all" if on else " per seed"
-            row["selected"] = f"{axis.iloc[0]} by {group['select_metric'].iloc[0]}{how}: " + (
-                " ".join(str(v) for v in ok[axis.iloc[0]])
-            )
+            row["selected"], row["select_edge"] = selection_text(group, ok)
         reached = ok["target_reached"].dropna()
         row["target_reached"] = f"{int(reached.sum())}/{len(reached)}" if len(reached) else None
         for column in MEAN_ONLY:
@@ -174,7 +136,7 @@ def aggregate_table(runs: pd.DataFrame, success_threshold: float = SUCCESS_THRES
         main = row["main_metric"] or "acc"
         for column in metrics:
             values = pd.to_numeric(ok[column]).dropna()
-            interval = t_interval(list(values))
+            interval = bootstrap_interval(list(values))
             row[f"{column}_mean"] = interval.mean
             row[f"{column}_std"] = values.std() if len(values) > 1 else math.nan
             row[f"{column}_ci_low"] = interval.low
@@ -185,6 +147,8 @@ def aggregate_table(runs: pd.DataFrame, success_threshold: float = SUCCESS_THRES
             if column.startswith("test") and column.split("/")[1] in (main, "acc_ood"):
                 hits, n = success_rate(list(values), success_threshold)
                 row[f"{column}_success"] = f"{hits}/{n}"
+                low, high = wilson_interval(hits, n)
+                row[f"{column}_success_low"], row[f"{column}_success_high"] = low, high
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -230,7 +194,8 @@ def summary_keys(rows: pd.DataFrame, metric: str) -> list[str]:
 
 
 def summary_cell(row: pd.Series, key: str, per_seed: bool = True) -> str:
-    """``mean [95% t interval]; successes/n; per-seed values`` (``-`` when nothing ran)."""
+    """``mean [95% bootstrap interval]; successes/n [95% Wilson interval]; per-seed values``
+    (``-`` when nothing ran)."""
     mean = row[f"{key}_mean"]
     if math.isnan(mean):
         return "-"
@@ -239,6 +204,9 @@ def summary_cell(row: pd.Series, key: str, per_seed: bool = True) -> str:
     success = row.get(f"{key}_success")
     if isinstance(success, str):
         text += f"; {success}"
+        low, high = row.get(f"{key}_success_low"), row.get(f"{key}_success_high")
+        if low is not None and not math.isnan(low):  # NaN: no seed; None: an older table
+            text += f" [{low:.2f}, {high:.2f}]"
     return f"{text}; {row[f'{key}_values']}" if per_seed else text
 
 
@@ -249,8 +217,9 @@ def task_summaries(
 
     Only what tells the cells apart is shown: the block and the axes that vary within the
     task; then ``n`` (ok seeds), per :func:`summary_keys` test metric the mean with its
-    95% t interval, the success rate and the per-seed values, the selected values of a
-    ``select:`` block, and ``failed`` when any run of the task failed.
+    95% bootstrap interval, the success rate with its Wilson interval and the per-seed
+    values, the value a ``select:`` block chose (flagged when it ends its sweep), and
+    ``failed`` when any run of the task failed.
     """
     summaries = []
     for task, rows in aggregate.groupby("task", sort=False, dropna=False):
@@ -271,7 +240,8 @@ def task_summaries(
             cells += [summary_cell(row, k, per_seed) for k in keys]
             cells += [markdown_cell(row["selected"])] if show_selected else []
             body.append(cells + ([str(row["failed"])] if show_failed else []))
-        title = f"{task}: {metric} — mean [95% t interval]; seeds >= {SUCCESS_THRESHOLD}"
+        title = f"{task}: {metric} — mean [95% bootstrap interval]; "
+        title += f"seeds >= {SUCCESS_THRESHOLD} [95% Wilson interval]"
         title += "; per-seed values" if per_seed else " (per-seed values: summary.md)"
         summaries.append((title, header, body))
     return summaries

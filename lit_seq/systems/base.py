@@ -7,6 +7,7 @@ base class owns the backbone options, the optimizer and schedule, and the loggin
 ``train/loss``, ``lr``, ``val/<metric>``, ``test/<metric>`` and ``test_len{L}/<metric>``.
 """
 
+import inspect
 import math
 from typing import ClassVar, Literal
 
@@ -18,9 +19,10 @@ from torchmetrics import MetricCollection
 from lit_seq.models import (
     BACKBONES,
     POS_MODES,
+    BackboneFactory,
     BackboneOptions,
+    PluginBackbone,
     build_backbone,
-    build_plugin_backbone,
     count_parameters,
 )
 from lit_seq.systems.metrics import StepAccuracy
@@ -28,6 +30,33 @@ from lit_seq.systems.schedules import SCHEDULES, schedule_factor
 from lit_seq.util.checks import check_choice, check_float, check_int
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
+
+# A loss this many times the first training loss (or than DIVERGED_FACTOR itself, when the
+# first loss is below 1) is a diverged run: training lowers a loss, and the losses here
+# (cross-entropy, BCE, MSE of scaled targets) start at O(1), so a million times that is no
+# model any more (echo / rnn at lr 1e30 reaches 1e30, finite: without a bound it ends "ok").
+DIVERGED_FACTOR = 1e6
+
+
+def divergence(loss: float, first_loss: float | None) -> str:
+    """Why ``loss`` says that training diverged, as the words that follow the loss's name
+    (``is nan``, ``is 2.8e+30 (over 1e+06 x the first training loss, 0.693)``), else "".
+
+    The one rule of every fit (``SequenceSystem.on_validation_epoch_end``, for ``val/loss``
+    and the latest ``train/loss``) and of a population's members: not finite, or more than
+    ``DIVERGED_FACTOR`` x ``first_loss`` (the first training step's loss; None when not
+    known: then only the first part applies).
+    """
+    if not math.isfinite(loss):
+        return f"is {loss}"
+    known = first_loss is not None and math.isfinite(first_loss)
+    if known and loss > DIVERGED_FACTOR * max(first_loss, 1.0):
+        return (
+            f"is {loss:.3g} (over {DIVERGED_FACTOR:.0e} x the first training loss, "
+            f"{first_loss:.3g})"
+        )
+    return ""
+
 
 # The choice fields, typed by the registries: --help lists the values, and the parser (and
 # --print_config) refuses any other one before anything is built.
@@ -69,7 +98,7 @@ class SequenceSystem(L.LightningModule):
         weight_decay: float = 0.0,
         schedule: Schedule = "noam",
         warmup_steps: int = 100,
-        backbone: str | None = None,
+        backbone: BackboneFactory | None = None,
     ) -> None:
         """
         Args:
@@ -94,9 +123,11 @@ class SequenceSystem(L.LightningModule):
             schedule: ``noam`` (warm-up, then 1/sqrt(step)), ``cosine`` (warm-up, then
                 cosine to zero) or ``constant``.
             warmup_steps: Warm-up length of the ``noam`` and ``cosine`` schedules.
-            backbone: Your own backbone instead of ``arch``: the import path of an
-                ``nn.Module`` class mapping (B, T, d) -> (B, T, d) that takes ``causal``
-                (see docs/plugins.md). It is given the options above that it takes.
+            backbone: Your own backbone instead of ``arch`` (docs/plugins.md): an
+                ``nn.Module`` class mapping (B, T, d) -> (B, T, d) that takes ``causal``,
+                as ``class_path`` + ``init_args`` (its own options) or an import path. It is
+                given the options above that its ``__init__`` names; one it does not name
+                must keep its default.
         """
         super().__init__()
         check_choice("arch", arch, BACKBONES)
@@ -116,8 +147,6 @@ class SequenceSystem(L.LightningModule):
                 ("pos_mode", pos_mode) if pos_mode != "sinusoidal" else ("residual", False)
             )
             raise ValueError(f"{field}={value!r} only applies to arch='transformer', not {arch!r}")
-        if backbone is not None and self.task_kind == "seq2seq":  # it builds no backbone
-            raise ValueError(f"backbone={backbone!r}: seq2seq takes an encoder-decoder arch only")
         # collects the subclass's arguments too: it walks up the chain of __init__ frames
         self.save_hyperparameters()
         # what every network builder takes, as one typed value (make_backbone, Seq2Seq)
@@ -131,9 +160,35 @@ class SequenceSystem(L.LightningModule):
             residual=residual,
             bidirectional=bidirectional,
         )
+        # under LightningCLI the hyperparameters hold the config's own (plain) form of the
+        # backbone; keep that form, also when a caller passed a class, for the checkpoints
+        self.plugin = self._plugin(self.hparams.get("backbone"), arch)
+        if self.plugin is not None:
+            self.hparams["backbone"] = self.plugin.spec()
         self.val_metrics = self.build_metrics().clone(prefix="val/")
         # one metric collection per test set, created in setup() once the data is known
         self.test_metrics = nn.ModuleDict()
+        # what divergence() compares with: the first training loss (kept in checkpoints,
+        # so a resume keeps the bound) and the latest one (a tensor: no sync per step)
+        self.first_train_loss: float | None = None
+        self._last_train_loss: Tensor | None = None
+
+    def _plugin(self, backbone: object, arch: str) -> PluginBackbone | None:
+        """The plug-in ``backbone`` names, checked against the other options; None if none."""
+        if backbone is None:
+            return None
+        plugin = PluginBackbone.parse(backbone)
+        if self.task_kind == "seq2seq":  # it builds no backbone
+            raise ValueError(
+                f"backbone={plugin.path!r}: seq2seq takes an encoder-decoder arch only"
+            )
+        if arch != _DEFAULTS["arch"]:
+            raise ValueError(
+                f"arch={arch!r} and backbone={plugin.path!r}: give one (a plug-in backbone "
+                "replaces arch)"
+            )
+        plugin.check_options(self.backbone_options, _DEFAULTS)
+        return plugin
 
     # -- what subclasses provide ---------------------------------------------------------
 
@@ -154,21 +209,15 @@ class SequenceSystem(L.LightningModule):
         """The configured backbone; ``extra_positions`` are tokens the network prepends."""
         hp = self.hparams
         max_len = hp.max_len + extra_positions
-        if hp.get("backbone"):
-            return build_plugin_backbone(
-                hp.backbone, self.backbone_options, causal=causal, max_len=max_len
-            )
+        if self.plugin is not None:
+            return self.plugin.build(self.backbone_options, causal=causal, max_len=max_len)
         return build_backbone(hp.arch, self.backbone_options, causal=causal, max_len=max_len)
 
     @property
     def arch_name(self) -> str:
-        """What records call the backbone: ``arch``, or a plug-in backbone's ``arch``
-        attribute (else its class name)."""
-        backbone = self.hparams.get("backbone")
-        if not backbone:
-            return self.hparams.arch
-        built = getattr(getattr(self, "net", None), "backbone", None)
-        return str(getattr(built, "arch", None) or backbone.rpartition(".")[2])
+        """What records, tables, the header and W&B call the backbone: ``arch``, or a plug-in
+        backbone's ``arch`` attribute (else its class name)."""
+        return self.plugin.name if self.plugin is not None else self.hparams.arch
 
     @property
     def chance_level(self) -> float | None:
@@ -206,6 +255,9 @@ class SequenceSystem(L.LightningModule):
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         loss = self.loss(batch)
+        self._last_train_loss = loss.detach()
+        if self.first_train_loss is None:
+            self.first_train_loss = float(loss.detach())  # one wait for the device, once
         # Loggers only write every log_every_n_steps, and each self.log call costs about a
         # millisecond of Lightning bookkeeping: a measurable share of a small model's step on
         # a CPU. So log on exactly the steps that get written, and on the last one so that
@@ -227,16 +279,25 @@ class SequenceSystem(L.LightningModule):
         self.log_dict(self.val_metrics)
 
     def on_validation_epoch_end(self) -> None:
-        # a diverged run must fail loudly so a grid records it instead of a table of NaNs
-        val_loss = self.trainer.callback_metrics.get("val/loss")
-        if (
-            val_loss is not None
-            and not self.trainer.sanity_checking
-            and not math.isfinite(float(val_loss))
-        ):
-            raise FloatingPointError(
-                f"val/loss is {float(val_loss)} at step {self.global_step}: training diverged"
-            )
+        # a diverged run must fail loudly so a grid records it instead of a table of NaNs,
+        # every architecture by the same rule (divergence): before its checkpoint is saved
+        if self.trainer.sanity_checking:
+            return
+        losses = {
+            "val/loss": self.trainer.callback_metrics.get("val/loss"),
+            "train/loss": self._last_train_loss,
+        }
+        for name, loss in losses.items():
+            if loss is not None and (why := divergence(float(loss), self.first_train_loss)):
+                raise FloatingPointError(
+                    f"{name} {why} at step {self.global_step}: training diverged"
+                )
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["first_train_loss"] = self.first_train_loss
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        self.first_train_loss = checkpoint.get("first_train_loss", self.first_train_loss)
 
     def test_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
         prefix = list(self.test_metrics.keys())[dataloader_idx]
@@ -267,3 +328,11 @@ class SequenceSystem(L.LightningModule):
             "optimizer": optimizer,
             "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
         }
+
+
+# the defaults of the options above: an option a plug-in backbone never reads must keep its own
+_DEFAULTS = {
+    name: p.default
+    for name, p in inspect.signature(SequenceSystem.__init__).parameters.items()
+    if p.default is not p.empty
+}

@@ -32,16 +32,17 @@ class SequenceClassification(SequenceSystem):
         """
         Args:
             readout: How the sequence becomes one vector: ``mean`` (average over real
-                positions), ``cls`` (a learnable token prepended to the sequence) or
-                ``last`` (the last real position).
+                positions), ``cls`` (a learnable token prepended to the sequence), ``last``
+                (the last real position) or ``empty`` (a learnable token appended to the
+                sequence, read after the whole input: Delétang et al.'s models).
             label_smoothing: Mass spread uniformly over all classes in the target.
             **kwargs: Backbone and optimizer options of :class:`SequenceSystem`.
         """
         super().__init__(**kwargs)
         hp = self.hparams
         self.net = SequenceClassifier(
-            # the cls readout prepends one token, so the positional table needs one more row
-            self.make_backbone(causal=False, extra_positions=int(readout == "cls")),
+            # cls and empty add one token, so the positional table needs one more row
+            self.make_backbone(causal=False, extra_positions=int(readout in ("cls", "empty"))),
             in_features=hp.in_features,
             num_classes=hp.out_features,
             d_model=hp.d_model,

@@ -1,0 +1,55 @@
+"""`even_pairs`: is the number of unequal neighbouring bits (01 or 10) even? (Delétang 2023)."""
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from lit_seq.data.base import SyntheticDataModule
+from lit_seq.util.checks import check_int
+
+
+def even_pairs_labels(bits: Tensor) -> Tensor:
+    """How many neighbouring pairs differ (01 or 10), mod 2: (B, N) -> (B,).
+
+    Example: [0, 1, 1, 1, 0, 1, 0] -> pairs 01 11 11 10 01 10 -> 4 unequal -> 0;
+    [0, 1, 1] -> 01 11 -> 1 unequal -> 1. (It is 1 exactly when the first and last bits
+    differ; a single bit has no pair -> 0.)
+    """
+    return (bits[:, 1:] != bits[:, :-1]).sum(dim=1) % 2
+
+
+class EvenPairsData(SyntheticDataModule):
+    """Sequence classification: the parity of the number of 01 and 10 pairs in random bits.
+
+    The regular task of Delétang et al. 2023 (google-deepmind/neural_networks_chomsky_hierarchy,
+    tasks/regular/even_pairs.py): bits uniform in {0, 1}, one-hot; class 1 when the count of
+    unequal neighbouring pairs is odd. Worked example: 0111010 -> 01 11 11 10 01 10 -> 4
+    unequal pairs (even) -> class 0, and 011 -> 1 unequal pair -> class 1. Batch keys: `x`
+    (B, N, 2) float one-hot bits, `y` (B,) long. Length k x N is k x N random bits.
+    Delétang trains with the uniform curriculum (`curriculum: true`, every length 1..N).
+
+    Args:
+        length: bits per training sequence (N; the longest one with the curriculum).
+        n_train: training sequences.
+        **kwargs: the options every task shares (:class:`SyntheticDataModule`).
+    """
+
+    name = "even_pairs"  # its key in TASKS, configs/<name>/ and every record
+    task_kind = "classification"
+
+    def __init__(self, length: int = 20, n_train: int = 5000, **kwargs) -> None:
+        self.length = check_int("length", length, 1)
+        super().__init__(n_train=n_train, **kwargs)
+
+    @property
+    def in_features(self) -> int:
+        return 2  # one-hot bit
+
+    @property
+    def out_features(self) -> int:
+        return 2  # even, odd
+
+    def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
+        bits = torch.randint(0, 2, (n, length), generator=generator)  # (B, N)
+        x = F.one_hot(bits, num_classes=2).float()  # (B, N, 2)
+        return {"x": x, "y": even_pairs_labels(bits)}

@@ -1,0 +1,138 @@
+"""A grid's comparisons, one table per page: paired differences with BH q across all of them.
+
+Every comparison of a page is one row: cells a and b, the metric, the shared seeds ``n``,
+both means, the mean difference b - a with its 95% bootstrap interval, the exact sign-flip
+p and the Benjamini-Hochberg q over the page's rows (``lit_seq.results.stats``). The verdict
+reads q, not p: with 50 comparisons at p < 0.05, about 2.5 would be "detected" by chance.
+
+:func:`block_pairs` gives a grid's own family, what ``comparisons.{csv,md}`` of a report
+holds: within a block, each cell against the cell that differs from it in one axis only and
+has that axis's first value in the grid (``pos_mode=none`` vs ``pos_mode=sinusoidal`` at
+the same ``residual``), on the task's score (:func:`lit_seq.results.best.score_column`: past
+the training length, past-N positions only for a per-step task). A page that quotes other
+comparisons passes its own pairs to :func:`comparisons_table`.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from lit_seq.results.best import score_column
+from lit_seq.results.compare import seed_values
+from lit_seq.results.markdown import markdown_table
+from lit_seq.results.stats import bh_q_values, paired_difference, verdict
+
+COMPARISON_COLUMNS = ["task", "block", "held", "axis", "a", "b", "cell_a", "cell_b", "metric"]
+COMPARISON_COLUMNS += ["n", "mean_a", "mean_b", "difference", "ci_low", "ci_high", "p", "q"]
+COMPARISON_COLUMNS += ["verdict", "select_edge"]
+
+
+def _axes(aggregate: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
+    """What the cells of one block differ in: arch and the axes the block sets with more
+    than one value, not the value a ``select:`` chose (every cell has its own)."""
+    names = list(aggregate.columns)
+    columns = names[names.index("arch") : names.index("main_metric")]
+    return [
+        c
+        for c in columns
+        if rows[c].notna().all() and rows[c].nunique() > 1 and not (rows[c] == "selected").any()
+    ]
+
+
+def block_pairs(runs: pd.DataFrame, aggregate: pd.DataFrame) -> list[dict]:
+    """The grid's own comparisons: per block and axis, each cell vs the one with the axis's
+    first value and every other axis the same (see the module's docstring)."""
+    pairs = []
+    for (task, block), rows in aggregate.groupby(["task", "block"], sort=False):
+        axes = _axes(aggregate, rows)
+        main = rows["main_metric"].dropna()
+        metric = score_column(runs[runs["task"] == task], main.iloc[0] if len(main) else "acc")
+        for axis in axes:
+            held = [a for a in axes if a != axis]
+            for key, same in rows.groupby(held, sort=False) if held else [((), rows)]:
+                if same[axis].nunique() < 2:
+                    continue
+                reference = same.iloc[0]
+                key = key if isinstance(key, tuple) else (key,)
+                context = " ".join(f"{a}={v}" for a, v in zip(held, key, strict=True))
+                for _, other in same.iloc[1:].iterrows():
+                    pairs.append(
+                        {
+                            "task": task,
+                            "block": block,
+                            "held": context,
+                            "axis": axis,
+                            "a": reference[axis],
+                            "b": other[axis],
+                            "cell_a": reference["cell"],
+                            "cell_b": other["cell"],
+                            "metric": metric,
+                        }
+                    )
+    return pairs
+
+
+def comparisons_table(runs: pd.DataFrame, aggregate: pd.DataFrame, pairs: list[dict]):
+    """One row per pair (``cell_a``, ``cell_b``, ``metric``, and any descriptive keys), with
+    the statistics of b - a and BH q across all ``pairs``."""
+    edges = aggregate.set_index("cell")["select_edge"] if "select_edge" in aggregate else None
+    rows = []
+    for pair in pairs:
+        a = seed_values(runs, pair["cell_a"], pair["metric"])
+        b = seed_values(runs, pair["cell_b"], pair["metric"])
+        diff = paired_difference(a, b)
+        shared = diff.seeds
+        flagged = [
+            f"{label}: {edges[cell]}"
+            for label, cell in (("a", pair["cell_a"]), ("b", pair["cell_b"]))
+            if edges is not None and isinstance(edges.get(cell), str) and edges.get(cell)
+        ]
+        rows.append(
+            {
+                **pair,
+                "n": len(shared),
+                "mean_a": sum(a[s] for s in shared) / len(shared) if shared else None,
+                "mean_b": sum(b[s] for s in shared) / len(shared) if shared else None,
+                "difference": diff.interval.mean,
+                "ci_low": diff.interval.low,
+                "ci_high": diff.interval.high,
+                "p": diff.p,
+                "select_edge": "; ".join(flagged),
+            }
+        )
+    table = pd.DataFrame(rows).reindex(columns=COMPARISON_COLUMNS)
+    table["q"] = bh_q_values([float(p) for p in table["p"]])
+    table["verdict"] = [
+        verdict(n, d, q)
+        for n, d, q in zip(table["n"], table["difference"], table["q"], strict=True)
+    ]
+    return table
+
+
+def _signed(value: float) -> str:
+    return "" if pd.isna(value) else f"{value:+.3f}"
+
+
+def comparisons_markdown(table: pd.DataFrame) -> str:
+    """``table`` as one Markdown table (cell ids and the sweep flags: the CSV)."""
+    header = ["task", "block", "held", "axis", "a", "b", "metric", "n", "a mean", "b mean"]
+    header += ["b - a [95% bootstrap]", "sign-flip p", "BH q", "verdict", "selected at sweep end"]
+    body = []
+    for _, row in table.iterrows():
+        interval = _signed(row["difference"])
+        if not pd.isna(row["ci_low"]):
+            interval += f" [{_signed(row['ci_low'])}, {_signed(row['ci_high'])}]"
+        body.append(
+            [
+                *(row[c] for c in ["task", "block", "held", "axis", "a", "b", "metric", "n"]),
+                row["mean_a"],
+                row["mean_b"],
+                interval,
+                row["p"],
+                row["q"],
+                row["verdict"],
+                row["select_edge"],
+            ]
+        )
+    title = "### Comparisons: b - a over shared seeds; verdict on BH q < 0.05 across this table"
+    return f"{title}\n\n" + markdown_table(header, body)
