@@ -8,9 +8,11 @@ A cell is its id or any words that name only it: its block name, axis values (``
 other cell has them. Words that name several cells are refused with the list of them.
 
 Prints each shared seed's value in both cells and their difference (b - a), then the mean
-difference with its 95% Student-t interval and the verdict: a direction only when the
-interval excludes 0, else "no difference detected". Reads the records alone, as the
-report does; a ``select:`` block's cell stands for its selected runs.
+difference with its 95% bootstrap interval, the exact sign-flip p-value and the verdict: a
+direction only when p < 0.05, else "no difference detected" (with too few shared seeds for
+any p below 0.05 it says how many it would take), and which value a ``select:`` block chose
+for each cell. Reads the records alone, as the report does; a ``select:`` block's cell
+stands for its selected runs.
 """
 
 import argparse
@@ -21,7 +23,12 @@ from rich.console import Console
 from rich.table import Table
 
 from lit_seq.record import read_records
-from lit_seq.results.compare import CellNotFound, compare_cells
+from lit_seq.results.compare import (
+    CellNotFound,
+    compare_cells,
+    difference_lines,
+    selection_notes,
+)
 from lit_seq.results.tables import aggregate_table, runs_table
 
 
@@ -106,9 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         table.add_row(str(seed), f"{values_a[seed]:.4f}", f"{values_b[seed]:.4f}", f"{d:+.4f}")
     console.print(f"a = {cell_a}\nb = {cell_b}", highlight=False)
     console.print(table)
-    iv = diff.interval
-    interval = "" if iv.n < 2 else f" [{iv.low:+.4f}, {iv.high:+.4f}] (95% t, n={iv.n})"
-    console.print(f"mean difference {iv.mean:+.4f}{interval}: {diff.verdict}", highlight=False)
+    for line in difference_lines(diff) + selection_notes(aggregate, {"a": cell_a, "b": cell_b}):
+        console.print(line, highlight=False)
     return 0
 
 

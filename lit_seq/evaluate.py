@@ -11,9 +11,10 @@ per gen factor, is scored by the system's own metrics (``SequenceSystem.test_met
 ``--range_eval.max_factor`` the accuracy-vs-length curve too. The result goes to
 ``RUN_DIR/eval-<tag>.json``; ``metrics.json`` (the training record) is never touched.
 
-A model whose positions are a table sized by ``max_len`` (the longest test set it was
-trained with) cannot read longer sequences: such lengths are refused in one line, naming
-the longest factor that fits. Exit codes: 0 scored, 2 bad input.
+Sinusoidal, rotary, alibi, relative and no positions, and the recurrent backbones, read any
+length. A learnable table (``max_len`` trained rows) and randomized positions (drawn from
+[0, max_len)) do not: longer lengths are refused in one line naming the encoding, its
+``max_len`` and the longest factor that fits. Exit codes: 0 scored, 2 bad input.
 """
 
 import argparse
@@ -70,22 +71,23 @@ def load_system(config_class: str, checkpoint_path: Path):
 
 
 def check_lengths(system, datamodule, gen_factors: list[int]) -> None:
-    """BadInput unless the network reads sequences of every test length (a positional
-    table sized by the training run's ``max_len`` does not read longer ones)."""
-    max_len = system.hparams.max_len
+    """BadInput unless the network reads sequences of every test length (a learnable table
+    or randomized positions read at most the training run's ``max_len``)."""
+    limit = system.length_limit  # None: any length
     longest = max(datamodule.test_lengths)
-    if longest <= max_len:
+    if limit is None or longest <= limit:
         return
+    # a trial batch at the longest length: the network's own check counts the positions it
+    # adds (appended outputs, a decoder's BOS), and its message names the encoding
     batch = datamodule.draw(2, longest, torch.Generator().manual_seed(0))
     try:
         with torch.no_grad():
             system.evaluate(batch, system.test_metrics_for(longest, datamodule.train_length))
-    except ValueError:
-        fits = max_len // datamodule.train_length
+    except ValueError as err:
+        fits = limit // datamodule.train_length
         raise BadInput(
-            f"gen_factors={gen_factors}: length {longest} is longer than this model's "
-            f"max_len={max_len} (its positional table, sized by its longest training-time "
-            f"test set); at most factor {fits} for this checkpoint"
+            f"gen_factors={gen_factors}: length {longest} does not fit this model ({err}); "
+            f"at most factor {fits} for this checkpoint"
         ) from None
 
 
@@ -101,7 +103,15 @@ def evaluate(
     config = run_dir / CONFIG_FILE
     if not config.is_file():
         raise BadInput(f"run={str(run)!r}: {str(config)!r} does not exist; is it a run folder?")
-    args = ["--config", str(config), "--wandb=off", "--ckpt_path=null"]
+    # max_len=null: the model built here is dropped (the checkpoint's rules), so a max_len
+    # given at training may not refuse the longer test sets asked for now
+    args = [
+        "--config",
+        str(config),
+        "--wandb=off",
+        "--ckpt_path=null",
+        "--model.init_args.max_len=null",
+    ]
     if gen_factors is not None:
         args.append(f"--data.init_args.gen_factors={list(gen_factors)}")
     if data_seed is not None:

@@ -72,6 +72,9 @@ class FitResult:
     target_seconds: float | None = None  # training seconds at that step
     # accuracy-vs-length curve: metric -> {length: value}, lengths as text (JSON keys)
     curve: dict[str, dict[str, float]] = field(default_factory=dict)
+    # M: the longest length the range_ood/<metric> means average (lengths N+1..M of the
+    # curve; Delétang et al.'s score with range_eval step 1); None without a range evaluation
+    range_ood_longest: int | None = None
     chance: float | None = None  # the main metric of a guess (1 / classes), when known
     # where the numbers came from (lit_seq.util.environment): per-seed values can differ
     # between machines, verdicts over seeds should not; "" / None in records made before

@@ -2,15 +2,17 @@
 # bash scripts/gpu_check.sh [OUT_DIR]
 #
 # The GPU check, on one GPU, sized for one 10-minute device call (not yet run on a GPU, so the
-# sizes are estimates; the pack section stops at $PACK_S s, default 180, each grid at $GRID_S): the GPU-marked tests, the benchmark's
-# overhead, memory and pack sections on the GPU, and the `matrix` grid with 4 workers on the
-# one GPU for $GRID_S seconds (default 150) each way, runs packed (--pack on) and each run
-# alone (--pack off): the runs finished in that time are the throughput; then one summary
-# table. Writes everything to OUT_DIR (default: $OUT_DIR, else $OUT, else gpu_check_out).
+# sizes are estimates; the pack section stops at $PACK_S s, default 180, each grid at
+# $GRID_S): the GPU-marked tests, the benchmark's overhead, memory and pack sections on the
+# GPU (pack: populations of K = 1, 3, 9, 27 members against K solo fits, bf16-mixed, data on
+# the device), and the `matrix` grid with 4 workers on the one GPU for $GRID_S seconds
+# (default 150) each way, runs trained as populations (--pack on) and each run alone
+# (--pack off): the runs finished in that time are the throughput; then one summary table.
+# Not measured by it: CUDA graphs / torch.compile of the population step (not built). Writes everything to OUT_DIR (default: $OUT_DIR, else $OUT, else gpu_check_out).
 # Run from the repository root; uses .venv when it is there.
 #
 # A device machine that reaches no package index: carry the wheels its image lacks, made
-# here with `pip download -d wheels "jsonargparse[signatures]" wandb`, and the
+# here with `pip download -d wheels "jsonargparse[signatures]" wandb scipy "filelock>=3.30"`, and the
 # script installs them (and lit_seq, without its dependencies) with --no-index first.
 set -euo pipefail
 
@@ -23,7 +25,7 @@ export WANDB_MODE=disabled
 
 WHEELS="${WHEELS:-wheels}"
 if [[ -d "$WHEELS" ]]; then
-    $PY -m pip install -q --no-index --find-links "$WHEELS" "jsonargparse[signatures]" wandb
+    $PY -m pip install -q --no-index --find-links "$WHEELS" "jsonargparse[signatures]" wandb scipy "filelock>=3.30"
     $PY -m pip install -q --no-index --no-deps -e .
 fi
 
@@ -54,7 +56,7 @@ $PY -m lit_seq.bench --sections overhead,memory --steps 80 --repeats 3 \
 bench_rc=${PIPESTATUS[0]}
 set -e
 
-stage "benchmark: packed vs sequential runs on the GPU"
+stage "benchmark: populations vs sequential runs on the GPU"
 set +e
 # its rows are logged as they finish, so a section cut short still reports them
 timeout --signal=INT "${PACK_S:-180}" $PY -m lit_seq.bench --sections pack \

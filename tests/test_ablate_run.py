@@ -142,7 +142,9 @@ def test_sigkill_of_a_worker_then_the_driver_loses_and_duplicates_nothing(tmp_pa
     out = tmp_path / "out"
     command = [sys.executable, "-m", "lit_seq.ablate", str(grid), "--out", str(out)]
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-    proc = subprocess.Popen([*command, "--workers", "2", "--wandb", "off"], cwd=REPO, **quiet)
+    # each run alone (--pack off): a population would put all eight on one worker
+    flags = ["--workers", "2", "--wandb", "off", "--pack", "off"]
+    proc = subprocess.Popen([*command, *flags], cwd=REPO, **quiet)
     try:
         # a worker killed while it holds a run: that run is failed, a new worker takes over
         _wait_for(lambda: len(_workers(proc.pid)) == 2, "two workers", proc)
@@ -169,7 +171,7 @@ def test_sigkill_of_a_worker_then_the_driver_loses_and_duplicates_nothing(tmp_pa
     ids = [r.run_id for r in load_grid(grid)[1]]
     assert 1 <= len(finished) < len(ids), "the grid was not killed mid-way"
 
-    result = driver(grid, "--out", out, "--workers", "2", "--wandb", "off")
+    result = driver(grid, "--out", out, *flags)
     assert result.returncode == 0, result.stderr[-2000:]
     assert record_files(out) == sorted(f"{i}.json" for i in ids)  # once each, no temp files
     assert sorted(pd.read_csv(out / "runs.csv")["run_id"]) == sorted(ids)

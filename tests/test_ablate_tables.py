@@ -3,8 +3,8 @@
 import pandas as pd
 
 from lit_seq.record import RunRecord
-from lit_seq.results.plots import held_slice, write_plots
-from lit_seq.results.tables import aggregate_table, runs_table, summary_markdown
+from lit_seq.results.plots import bar_figure, held_slice, write_plots
+from lit_seq.results.tables import aggregate_markdown, aggregate_table, runs_table, summary_markdown
 
 
 def _record(block, arch, axes, seed, metrics, **fields) -> RunRecord:
@@ -146,3 +146,48 @@ def test_an_old_per_seed_select_keeps_the_best_validation_run_per_seed_and_says_
     )
     assert row["test/acc_values"] == "0.100 0.300 0.400"
     assert (row["n"], row["failed"], row["lr"]) == (3, 0, "selected")
+
+
+def test_aggregate_md_shows_the_main_metrics_long_form_and_links_the_full_csv():
+    records = [
+        _record(
+            "b",
+            "rnn",
+            {},
+            seed,
+            {"test/acc": 1.0, "test_len20/acc": 0.75, "test_len20/acc_ood": 0.5 + 0.01 * seed},
+        )
+        for seed in (0, 1)
+    ]
+    text = aggregate_markdown(aggregate_table(runs_table(records)))
+    assert "[aggregate.csv](aggregate.csv)" in text.splitlines()[2]
+    table = [line for line in text.splitlines() if line.startswith("|")]
+    assert table[0] == "| cell | n | metric | mean [95% interval] | success [95% interval] |"
+    assert table[2:] == [
+        "| b | 2 | test acc | 1.000 [1.000, 1.000] | 2/2 [0.34, 1.00] |",  # equal seeds
+        "|  |  | test_len20 acc_ood | 0.505 [0.500, 0.510] | 0/2 [0.00, 0.66] |",
+    ]
+    wide = aggregate_markdown(aggregate_table(_runs())).splitlines()
+    assert max(line.count("|") for line in wide) == 6  # 5 columns, however many metrics
+    assert any("| transformer__residual=False__n_layers=6 | 2 | test acc |" in x for x in wide)
+
+
+def test_bar_plots_name_the_metric_drawn_and_what_the_error_bars_are():
+    records = [
+        _record(b, b, {}, seed, {"test/acc": acc, "test_len20/acc_ood": 0.6})
+        for b in ("rnn", "lstm")
+        for seed, acc in enumerate([0.5, 1.0, 1.0])
+    ]
+    runs = runs_table(records)
+    fig = bar_figure(runs, ["arch"], "acc", "echo: acc by arch")
+    [ax] = [a for a in fig.axes]
+    assert ax.get_ylabel() == "acc (train length) / acc_ood (past it)"
+    assert ax.get_title() == (
+        "echo: acc by arch\nerror bars: 95% bootstrap interval of the mean over seeds"
+    )
+    # the error bars end where the tables' interval does: inside the seeds' range [0.5, 1]
+    # (mean +- std, 0.833 +- 0.289, would pass 1)
+    caps = [y for line in ax.lines for y in line.get_ydata()]
+    assert caps and max(caps) <= 1.0 and min(caps) >= 0.5
+    one = bar_figure(runs[runs["seed"] == 0], ["arch"], "acc", "t")
+    assert one.axes[0].get_title() == "t\none seed: no error bars"

@@ -149,11 +149,13 @@ def test_malformed_yaml(tmp_path):
     assert "\n" not in str(error.value)
 
 
-def test_unwritable_run_dir(tmp_path):
+def test_a_run_dir_that_is_or_sits_in_a_file_is_refused_in_one_line(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    with pytest.raises(BadInput, match="run_dir=.* is not writable"):
+    with pytest.raises(BadInput, match=r"run_dir=.*: '.*file' is a file, not a folder"):
         build_cli(["--config", SIGNAL, f"--run_dir={blocker / 'run'}"])
+    with pytest.raises(BadInput, match=r"run_dir=.*file' is a file; give a folder"):
+        build_cli(["--config", SIGNAL, f"--run_dir={blocker}"])
 
 
 @pytest.mark.integration

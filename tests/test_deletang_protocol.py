@@ -17,11 +17,12 @@ from lit_seq.data import (
     stack_manipulation_targets,
 )
 from lit_seq.fit import check_config
+from lit_seq.fit.scoring import RangeEval, length_curve, longest_past_training, past_training_means
 from lit_seq.models import Readout
 from lit_seq.population.stacked import member_losses, stack_weights
 from lit_seq.systems import SequenceClassification, Transduction, deletang_score
 from lit_seq.util.assets import CONFIG_DIR
-from tests.helpers import REPO, tiny_fit
+from tests.helpers import tiny_fit
 
 DELETANG = CONFIG_DIR / "deletang"
 DELETANG_CONFIGS = sorted(DELETANG.glob("*/*.yaml"))
@@ -32,6 +33,23 @@ PAPER_TASKS = {"parity_check", "modular_arithmetic", "even_pairs", "cycle_naviga
     "odds_first",
     "binary_addition",
 }
+# a paper-size config shrunk to seconds: width 16, one layer, batch 8, N = 8, test sets of 16
+# sequences at 8 and 16, and their score on 16 sequences a length in sub-batches of 8, asked
+# up to 24 and reaching 16: the longest test set sizes the positional tables (max_len)
+SMALL = (
+    "--model.d_model=16",
+    "--model.n_layers=1",
+    "--data.length=8",
+    "--data.batch_size=8",
+    "--data.n_train=32",
+    "--data.n_val=16",
+    "--data.n_test=16",
+    "--data.gen_factors=[2]",
+    "--range_eval.max_factor=3",
+    "--range_eval.n=16",
+    "--range_eval.sub_batch=8",
+)
+SMALL_TRANSFORMER = ("--model.n_heads=2", "--model.d_ff=32")
 
 # ---- fresh sampling ------------------------------------------------------------------------
 
@@ -116,15 +134,10 @@ def test_fresh_sampling_leaves_the_global_rng_alone_and_refuses_other_modes():
 
 @pytest.mark.integration
 def test_a_fresh_fit_resumed_mid_epoch_ends_as_an_unbroken_one(tmp_path):
-    # 4 fresh batches an epoch, so the checkpoint at step 6 is mid-epoch; a constant
-    # schedule makes the first 6 steps the same whatever max_steps is
-    config = REPO / "configs" / "parity_check" / "lstm.yaml"
-    args = (
-        "--data.sampling=fresh",
-        "--data.n_train=256",
-        "--model.schedule=constant",
-        "--trainer.deterministic=true",
-    )
+    # 32 / 8 = 4 fresh batches an epoch, so the checkpoint at step 6 is mid-epoch; their
+    # constant rate makes the first 6 steps the same whatever max_steps is
+    config = DELETANG / "parity_check" / "lstm.yaml"
+    args = (*SMALL, "--trainer.deterministic=true")
     straight = tiny_fit(config, tmp_path / "straight", *args, "--trainer.max_steps=9")
     tiny_fit(config, tmp_path / "broken", *args)  # 6 steps, checkpoints at 3 and 6
     (tmp_path / "broken" / "metrics.json").unlink()  # as if it died after its checkpoint
@@ -299,12 +312,57 @@ class ParityOracle(nn.Module):
         return 10.0 * F.one_hot(label, 2).float()
 
 
-def test_the_score_worked_example():
-    # N = 2, M = 4: accuracies {3: 1.0, 4: 0.5} -> score 0.75
+def parity_oracle_system() -> SequenceClassification:
     model = SequenceClassification(in_features=2, out_features=2, arch="rnn", d_model=8)
     model.net = ParityOracle()
-    score, curve = deletang_score(model, ParityCheckData(length=2), longest=4)
+    return model
+
+
+def test_the_score_worked_example():
+    # N = 2, M = 4: accuracies {3: 1.0, 4: 0.5} -> score 0.75
+    score, curve = deletang_score(parity_oracle_system(), ParityCheckData(length=2), longest=4)
     assert curve == {3: 1.0, 4: 0.5} and score == 0.75
+
+
+def test_the_record_holds_their_score_as_range_ood_worked_example():
+    """What a fit records after testing when its config has ``range_eval`` (the deletang
+    configs: every length, 512 sequences, sub-batches of 64): the same example, N = 2,
+    range_eval.max_factor 2 -> lengths 1..4, M = 4, range_ood/acc = mean(1.0, 0.5) = 0.75."""
+    config = RangeEval(max_factor=2, step=1, n=512, sub_batch=64)
+    curve = length_curve(parity_oracle_system(), ParityCheckData(length=2), config)
+    assert curve["acc"] == {"1": 1.0, "2": 1.0, "3": 1.0, "4": 0.5}
+    assert past_training_means(curve, train_length=2)["range_ood/acc"] == 0.75
+    assert longest_past_training(curve, train_length=2) == 4  # the record's range_ood_longest
+    assert longest_past_training({}, train_length=2) is None  # no range evaluation
+
+
+def test_range_ood_is_their_score_where_the_scored_positions_vary():
+    """One mechanism: a fit's range_ood/acc is deletang_score on the same sequences, also
+    where sub-batches hold different numbers of scored symbols (stack_manipulation), which
+    their sub-batch means weigh otherwise than one pooled accuracy would."""
+    torch.manual_seed(0)
+    model, data = transduction(), StackManipulationData(length=4)
+    config = RangeEval(max_factor=2, step=1, n=64, sub_batch=16)
+    recorded = past_training_means(length_curve(model, data, config), train_length=4)
+    score, curve = deletang_score(model, data, longest=8, n=64, sub_batch=16)
+    assert 0.0 < score < 1.0 and len(set(curve.values())) > 1
+    assert recorded["range_ood/acc"] == pytest.approx(score, abs=1e-6)
+    pooled = RangeEval(max_factor=2, step=1, n=64)  # sub_batch 0: one pooled accuracy
+    pooled_means = past_training_means(length_curve(model, data, pooled), train_length=4)
+    assert pooled_means["range_ood/acc"] != recorded["range_ood/acc"]
+
+
+def test_the_range_counts_the_appended_outputs_against_max_len():
+    # reverse_string at N = 40 with test sets at 80 and 160: max_len = 160 + 160 = 320, so
+    # range_eval.max_factor 5 (M = 200 asked) reaches 160; a parity classifier reaches 200
+    data = ReverseStringData(length=40, gen_factors=[2, 4])
+    assert data.max_len == 320
+    lengths = RangeEval(max_factor=5, step=8).lengths(40, data.max_len, 1, data.output_length)
+    assert lengths == list(range(8, 161, 8))
+    assert RangeEval(max_factor=5, step=8).lengths(40, 320)[-1] == 200
+    # stack_manipulation appends L + 1: at max_len 12 the lengths stop at 5 (5 + 6 = 11)
+    stack = StackManipulationData(length=4)
+    assert RangeEval(max_factor=3).lengths(4, 12, 1, stack.output_length) == [1, 2, 3, 4, 5]
 
 
 def test_the_score_is_the_mean_of_the_per_length_accuracies():
@@ -352,11 +410,29 @@ def test_deletang_configs_build_their_networks_and_protocol(config):
         assert hp.readout == "empty" and hp.label_smoothing == 0.0
     else:
         assert isinstance(built.model, Transduction)
+    # their score after testing, every length 41..160 reachable by the positional tables
+    range_eval = RangeEval(**built.config.range_eval.as_dict())
+    assert (range_eval.step, range_eval.n, range_eval.sub_batch) == (1, 512, 64)
+    assert range_eval.lengths(40, hp.max_len, 1, data.output_length)[-1] == 160
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("config", DELETANG_CONFIGS, ids=lambda p: f"{p.parent.name}-{p.stem}")
-def test_every_deletang_config_trains_and_tests(config, tmp_path):
-    record = tiny_fit(config, tmp_path / "run", "--data.batch_size=16")  # their sizes, fewer rows
-    assert record.steps == 6 and record.task == config.parent.name
-    assert 0.0 <= record.metrics["test_len160/acc"] <= 1.0
+@pytest.mark.parametrize(
+    ("config", "system"),
+    [
+        ("parity_check/transformer", SequenceClassification),
+        ("stack_manipulation/transformer", Transduction),
+    ],
+)
+def test_a_deletang_config_of_each_system_trains_and_records_their_score(config, system, tmp_path):
+    """One config per system (the empty readout; the appended outputs), shrunk: it trains,
+    tests and records their score over 9..16 as ``range_ood/acc``. Asked up to 24, the
+    range stops where input and appended outputs fill the positional table: 16 + 17 = 33."""
+    small = (*SMALL, *SMALL_TRANSFORMER) if config.endswith("transformer") else SMALL
+    record = tiny_fit(DELETANG / f"{config}.yaml", tmp_path / "run", *small)
+    assert (record.steps, record.task, record.system) == (6, config.split("/")[0], system.__name__)
+    assert 0.0 <= record.metrics["test_len16/acc"] <= 1.0
+    assert sorted(map(int, record.curve["acc"])) == list(range(1, 17))
+    past = [v for n, v in record.curve["acc"].items() if int(n) > 8]
+    assert record.range_ood_longest == 16
+    assert record.metrics["range_ood/acc"] == pytest.approx(sum(past) / 8, abs=1e-6)

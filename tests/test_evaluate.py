@@ -10,7 +10,7 @@ from lit_seq.fit.scoring import RangeEval
 from lit_seq.record import METRICS_FILE
 from tests.helpers import REPO, tiny_fit
 
-SIGNAL = REPO / "configs" / "signal" / "transformer.yaml"  # sinusoidal table: sized by max_len
+SIGNAL = REPO / "configs" / "signal" / "transformer.yaml"  # sinusoidal: any length
 ECHO_RNN = REPO / "configs" / "echo" / "rnn.yaml"  # no positional table
 
 
@@ -48,17 +48,40 @@ def test_other_lengths_and_a_data_seed(signal_run):
 
 
 @pytest.mark.integration
-def test_lengths_past_the_positional_table_are_refused_in_one_line(signal_run, capsys):
+def test_a_sinusoidal_run_scores_at_8x_its_training_length(signal_run):
+    # its table covers 256 (the longest training-time test set); rows past it are computed
+    assert main([str(signal_run), "--gen_factors", "8", "--tag", "x8"]) == 0
+    result = json.loads((signal_run / "eval-x8.json").read_text())
+    assert result["test_lengths"] == [64, 512]
+    assert {"test/acc", "test_len512/acc", "test_len512/f1"} <= set(result["metrics"])
+
+
+@pytest.mark.integration
+def test_a_learnable_table_refuses_longer_lengths_naming_its_limit(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    tiny_fit(SIGNAL, run_dir, "--model.init_args.pos_mode=learnable")  # 256 trained rows
     with pytest.raises(BadInput) as error:
-        evaluate(signal_run, gen_factors=[2, 8])
+        evaluate(run_dir, gen_factors=[2, 8])
     assert str(error.value) == (
-        "gen_factors=[2, 8]: length 512 is longer than this model's max_len=256 (its "
-        "positional table, sized by its longest training-time test set); at most factor 4 "
-        "for this checkpoint"
+        "gen_factors=[2, 8]: length 512 does not fit this model (sequence length 512 exceeds "
+        "pos_mode='learnable''s table of max_len=256 trained positions; raise max_len to at "
+        "least 512 (before training: a trained table cannot grow)); at most factor 4 for "
+        "this checkpoint"
     )
-    assert main([str(signal_run), "--gen_factors", "8"]) == 2
+    assert main([str(run_dir), "--gen_factors", "8"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
-    assert not list(signal_run.glob("eval-*x8.json"))
+    assert not list(run_dir.glob("eval-*x8.json"))
+    assert main([str(run_dir), "--gen_factors", "4"]) == 0  # within its table
+
+
+@pytest.mark.integration
+def test_a_max_len_given_at_training_is_kept_and_evaluates_within_it(tmp_path):
+    run_dir = tmp_path / "run"
+    tiny_fit(
+        SIGNAL, run_dir, "--model.init_args.pos_mode=learnable", "--model.init_args.max_len=600"
+    )
+    _, result = evaluate(run_dir, gen_factors=[8])  # 512 <= 600: within the table it asked for
+    assert "test_len512/acc" in result["metrics"]
 
 
 @pytest.mark.integration

@@ -23,3 +23,19 @@ def test_fit_on_gpu_uses_bf16_and_device_resident_data(config, tmp_path):
     assert cli.trainer.optimizers[0].defaults.get("fused") is True
     assert record["steps"] == 6
     assert 0.0 <= record["metrics"][f"test/{record['main_metric']}"] <= 1.0
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("config", ["echo/rnn", "signal/transformer"])
+def test_a_population_trains_on_the_gpu_in_bf16(config, tmp_path):
+    from lit_seq.population.train import fit_population
+
+    args = [
+        ["--config", str(REPO / "configs" / f"{config}.yaml"), f"--run_dir={tmp_path / str(k)}"]
+        + [*TINY, f"--seed_everything={k}"]
+        for k in range(3)
+    ]
+    for outcome in fit_population(args):
+        assert not isinstance(outcome, BaseException), outcome
+        assert outcome.steps == 6
+        assert 0.0 <= outcome.metrics[f"test/{outcome.main_metric}"] <= 1.0

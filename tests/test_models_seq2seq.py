@@ -197,7 +197,7 @@ def test_positional_offset_indexes_the_table_at_t(pos_mode):
         torch.testing.assert_close(step, full[:, t : t + 1])
         if pos_mode != "randomized":  # the same by offset
             torch.testing.assert_close(enc(x[:, t : t + 1], offset=t), enc(x)[:, t : t + 1])
-    if pos_mode in ("sinusoidal", "learnable"):  # a table: position 6 is past its end
+    if pos_mode == "learnable":  # a trained table: position 6 is past its end
         with pytest.raises(ValueError, match="sequence length 7 exceeds .*max_len=6"):
             enc(x[:, :1], offset=6)
         with pytest.raises(ValueError, match="sequence length 7 exceeds .*max_len=6"):

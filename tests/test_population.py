@@ -124,7 +124,7 @@ blocks:
 
 def test_auto_packs_only_the_families_measured_to_gain(tmp_path, monkeypatch):
     runs = _grid(tmp_path, "seeds: [0, 1]\nblocks:\n- {axes: {task: [echo], arch: [rnn, lstm]}}\n")
-    monkeypatch.setattr("lit_seq.ablate.packing.AUTO_FAMILIES", {"cpu": ("rnn",)})
+    monkeypatch.setattr("lit_seq.ablate.packing.AUTO_FAMILIES", {"cpu": ("echo/rnn",)})
     assert sorted(len(u) for u in packs(runs, "auto", "cpu")) == [1, 1, 2]
     assert sorted(len(u) for u in packs(runs, "auto", "cuda")) == [1, 1, 1, 1]
 

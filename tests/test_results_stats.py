@@ -144,7 +144,7 @@ def test_compare_command_prints_the_paired_difference(tmp_path, capsys):
 def test_compare_names_the_problem_in_one_line(tmp_path, capsys):
     write_record(tmp_path, _record("b__pos_mode=none", 0, 0.6))
     assert compare_main([str(tmp_path), "pos_mode=none", "pos_mode=alibi"]) == 2
-    assert "'pos_mode=alibi': no cell matches" in capsys.readouterr().err
+    assert "'pos_mode=alibi' matches no cell" in capsys.readouterr().err
     assert compare_main([str(tmp_path), "b", "b", "--metric", "test/accc"]) == 2
     assert "metric 'test/accc' is not one of" in capsys.readouterr().err
     assert compare_main([str(tmp_path / "nothing"), "a", "b"]) == 2

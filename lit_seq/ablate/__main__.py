@@ -69,8 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="train runs of one shape (seeds, learning rates) together as one population in "
         "one loop, each still its own run (docs/packing.md): auto = only the model families "
-        "measured to be faster that way on this kind of device (CPU: rnn and lstm; GPU: not "
-        "measured yet, none), on = every packable run, off = each run alone; local executor "
+        "measured to be faster that way on this kind of device (CPU: echo rnn and lstm; GPU: "
+        "not measured yet, none), on = every packable run, off = each run alone; local executor "
         "only",
     )
     parser.add_argument(

@@ -8,8 +8,9 @@ recurrent encoder-decoder's) and no plug-in backbone. The seeds of a cell pack, 
 cells that differ only in learning rate. :func:`pack_key` says so per cell (built once, by
 the grid check).
 
-``--pack auto`` packs only the families measured to be faster as a population on the device
-the grid runs on (:data:`AUTO_FAMILIES`, from ``python -m lit_seq.bench --sections pack``);
+``--pack auto`` packs only the families (task and arch) measured to be faster as a
+population on the device the grid runs on (:data:`AUTO_FAMILIES`, from ``python -m
+lit_seq.bench --sections pack``);
 ``on`` packs every packable run; ``off`` trains every run alone.
 """
 
@@ -23,11 +24,13 @@ from lit_seq.population.train import population_key, why_not_population
 
 PACK_MODES = ("auto", "on", "off")
 MAX_PACK = 27  # members of one pack at most
-# --pack auto: the families (arch) that train faster as a population, by device type, as
-# measured by `python -m lit_seq.bench --sections pack` on this project's 2-core CPU
-# (docs/packing.md). Not measured on a GPU yet (scripts/gpu_check.sh measures it): none
-# there until it is.
-AUTO_FAMILIES: dict[str, tuple[str, ...]] = {"cpu": ("rnn", "lstm"), "cuda": ()}
+# --pack auto: the families (task/arch) measured to train faster as a population, by device
+# type (`python -m lit_seq.bench --sections pack`, docs/packing.md). On this project's 2-core
+# CPU: echo rnn and lstm (K = 27: 2.3-2.8x at 100 steps, 3.9x at echo/rnn's shipped 500);
+# transformers lose (0.5-0.9x); the other recurrent families are not measured side by side
+# (a grid-level timing under a varying load could not tell them apart). Not measured on a
+# GPU yet (scripts/gpu_check.sh measures it): none there until it is.
+AUTO_FAMILIES: dict[str, tuple[str, ...]] = {"cpu": ("echo/rnn", "echo/lstm"), "cuda": ()}
 
 
 def pack_key(cli) -> str:
@@ -51,7 +54,8 @@ def packs(runs: list[Run], mode: str, device: str, max_size: int = MAX_PACK) -> 
     groups: dict[str, list[list[Run]]] = {}
     out: list[list[Run]] = []
     for run in runs:
-        packable = mode != "off" and run.pack_key and (families is None or run.arch in families)
+        family = f"{run.task}/{run.arch}"
+        packable = mode != "off" and run.pack_key and (families is None or family in families)
         if not packable:
             out.append([run])
             continue

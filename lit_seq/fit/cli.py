@@ -180,8 +180,13 @@ class LitSeqCLI(LightningCLI):
         parser.add_class_arguments(Target, "target", instantiate=False)
         parser.add_class_arguments(RangeEval, "range_eval", instantiate=False)
         # the task decides the sizes; the model never has to be told them by hand
-        for key in ("in_features", "out_features", "max_len"):
+        for key in ("in_features", "out_features"):
             parser.link_arguments(f"data.{key}", f"model.init_args.{key}", apply_on="instantiate")
+        # max_len only defaults to the data's: a link replaces its target, and one given
+        # (room for longer evaluations later) must be kept, so the link fills its own field
+        parser.link_arguments(
+            "data.max_len", "model.init_args.data_max_len", apply_on="instantiate"
+        )
 
     def parse_arguments(self, parser, args) -> None:
         """Parse, then refuse what Lightning would take (or trip over) before it seeds."""
@@ -222,7 +227,7 @@ class LitSeqCLI(LightningCLI):
         check_pairing(self.datamodule, self.model)
         self.target, self.range_eval = check_goals(self.config, self.model)
         self.notes += batch_notes(self.datamodule)
-        self.run_dir = run_dir_path(self.config, self.datamodule.name)
+        self.run_dir = run_dir_path(self.config, self.datamodule.name, self.model.arch_name)
         check_not_in_use(self.run_dir)
         check_run(self.config, self.run_dir, self.model)
 

@@ -20,7 +20,7 @@ from lit_seq.data import TASKS
 from lit_seq.record import FitResult
 from lit_seq.systems import SYSTEMS, SequenceSystem
 
-LINKED = ("in_features", "out_features", "max_len")  # set from the data: never by hand
+LINKED = ("in_features", "out_features", "data_max_len")  # set from the data: never by hand
 
 
 WIDTH = 100  # columns of an option line in --help

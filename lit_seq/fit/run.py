@@ -14,7 +14,12 @@ from lit_seq.fit.callbacks import TrainTimer
 from lit_seq.fit.checkpoints import CHECKPOINTS, LAST
 from lit_seq.fit.cli import LitSeqCLI, build_cli
 from lit_seq.fit.header import fit_header
-from lit_seq.fit.scoring import length_curve, past_training_means, validation_scores
+from lit_seq.fit.scoring import (
+    length_curve,
+    longest_past_training,
+    past_training_means,
+    validation_scores,
+)
 from lit_seq.fit.signals import FitInterrupted
 from lit_seq.fit.target import StopAtTarget
 from lit_seq.fit.wandb_logger import GuardedWandbLogger
@@ -169,6 +174,7 @@ def fit_result(
         target_step=reached[0] if reached else None,
         target_seconds=reached[1] if reached else None,
         curve=curve,
+        range_ood_longest=longest_past_training(curve, datamodule.train_length),
         chance=model.chance_level,
         **fit_environment(trainer.strategy.root_device, trainer.precision),
     )

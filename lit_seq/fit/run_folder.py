@@ -34,13 +34,12 @@ LOCK_FILE = ".lock"  # in a run folder: held by the fit that uses it
 WANDB_ID_FILE = "wandb_id"  # in a run folder: the W&B run that a resume continues
 
 
-def run_dir_path(config, task: str) -> Path:
-    """The run folder: ``--run_dir``, else a new one under ``runs/``."""
+def run_dir_path(config, task: str, arch: str) -> Path:
+    """The run folder: ``--run_dir``, else a new one ``runs/<task>-<arch>-<time>``."""
     if config.run_dir:
         return Path(config.run_dir)
     if config.ckpt_path == "last":
         raise BadInput("ckpt_path='last' resumes the fit of --run_dir; give its run folder")
-    arch = config.model.init_args.get("arch", "model")
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     return Path("runs") / f"{task}-{arch}-{stamp}"
 
@@ -60,6 +59,14 @@ def check_run(config, run_dir: Path, model: SequenceSystem, announce: bool = Fal
 
 def _check_run_dir(config, run_dir: Path) -> None:
     """BadInput if a fit of ``config`` must not start in ``run_dir`` whatever it resumes from."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise BadInput(
+            f"run_dir={str(run_dir)!r} is a file; give a folder (a new one, or a run folder "
+            "to resume)"
+        )
+    parent = next((p for p in run_dir.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise BadInput(f"run_dir={str(run_dir)!r}: {str(parent)!r} is a file, not a folder")
     folder = run_dir / CHECKPOINTS
     if config.ckpt_path == "last" and not folder.is_dir():
         raise BadInput(

@@ -1,31 +1,42 @@
 """Scoring a trained system outside Lightning's loops: its validation set and a length range.
 
 Both run the system's own ``evaluate`` (the code its test sets use) in eval mode with no
-gradients, so a number here means what the same metric means in ``metrics.json``, and
-neither touches the loggers, the callbacks or the training record of the Trainer.
+gradients (``lit_seq.systems.length_score.score``), so a number here means what the same
+metric means in ``metrics.json``, and neither touches the loggers, the callbacks or the
+training record of the Trainer.
 
 The range evaluation scores every length ``step, 2 step, ...`` up to ``max_factor`` times
-the training length on fresh sequences of exactly that length (for seq2seq, a split of
-longest length L, as its test sets are), drawn from a generator of their own: the curve
-of accuracy against length that length-generalisation papers draw. Lengths past the
-model's ``max_len`` (the longest test set, which sizes positional tables) are left out.
+the training length on new sequences of exactly that length (for seq2seq, a split of
+longest length L, as its test sets are), drawn from a stream of their own: the curve of
+accuracy against length that length-generalisation papers draw. A length whose input plus
+appended output positions (``output_length``, the transduction tasks') is longer than the
+model reads (its ``length_limit``: ``max_len`` for a learnable table or randomized
+positions; the other encodings read any length) is left out.
 :func:`past_training_means` condenses a curve into Delétang et al. 2023's score: the mean
-of each metric over the evaluated lengths longer than the training length (``range_ood/``).
+of each metric over the evaluated lengths longer than the training length N
+(``range_ood/<metric>``; the record's ``range_ood_longest`` is the longest, M). With
+``step: 1, n: 512, sub_batch: 64`` (the ``configs/deletang`` configs) ``range_ood/acc`` is
+exactly their score, ``lit_seq.systems.deletang_score(system, data, longest=M)``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-from contextlib import nullcontext
+from collections.abc import Callable
 from dataclasses import dataclass
 
-import torch
-from torch import Tensor
-from torchmetrics import MetricCollection
-
 from lit_seq.record import RANGE_OOD
+from lit_seq.systems.length_score import score, score_length
 from lit_seq.util.checks import BadInput, check_float, check_int
+
+__all__ = [
+    "RangeEval",
+    "length_curve",
+    "longest_past_training",
+    "past_training_means",
+    "score",
+    "validation_scores",
+]
 
 
 @dataclass
@@ -34,69 +45,47 @@ class RangeEval:
 
     Args:
         max_factor: Longest length as a multiple of the training length; 0 (the default)
-            turns it off. Capped at the model's ``max_len`` (the data's longest test set).
+            turns it off. A length whose input and appended output positions together
+            pass what the model reads (``max_len`` for a learnable table or randomized
+            positions; the other encodings read any length) is left out.
         step: Distance between evaluated lengths (1: every length).
         n: Sequences per length.
+        sub_batch: 0 (the default) pools the ``n`` sequences of a length; k > 0 scores
+            each sub-batch of k on its own and averages them, as Delétang et al. 2023
+            (64). Equal when every sequence has as many scored positions.
     """
 
     max_factor: float = 0.0
     step: int = 1
     n: int = 200
+    sub_batch: int = 0
 
     def check(self) -> None:
         try:
             check_float("range_eval.max_factor", self.max_factor, 0.0)
             check_int("range_eval.step", self.step, 1)
             check_int("range_eval.n", self.n, 1)
+            check_int("range_eval.sub_batch", self.sub_batch, 0)
         except ValueError as err:
             raise BadInput(str(err)) from None
 
-    def lengths(self, train_length: int, max_len: int, shortest: int = 1) -> list[int]:
+    def lengths(
+        self,
+        train_length: int,
+        max_len: int | None,
+        shortest: int = 1,
+        output_length: Callable[[int], int] | None = None,
+    ) -> list[int]:
         """The evaluated lengths: the multiples of ``step`` from ``shortest`` (the task's
-        shortest valid sequence) up to the cap, ascending."""
-        longest = min(math.floor(self.max_factor * train_length), max_len)
+        shortest valid sequence) up to ``max_factor`` x ``train_length``, ascending, each
+        with its ``output_length`` appended positions within ``max_len`` (None: any)."""
+        if not self.max_factor:
+            return []
+        longest = math.floor(self.max_factor * train_length)
         first = -(-max(shortest, 1) // self.step) * self.step  # first multiple >= shortest
-        return list(range(first, longest + 1, self.step)) if self.max_factor else []
-
-
-def _range_generator(seed: int, length: int) -> torch.Generator:
-    # a stream apart from every split's (those are seeded seed * 1000 + split index)
-    digest = hashlib.sha256(f"lit_seq range_eval {seed} {length}".encode()).digest()
-    return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))
-
-
-def _scored(metrics: MetricCollection) -> bool:
-    """False when no position was scored (e.g. echo shorter than its lag)."""
-    totals = [m.total for m in metrics.values() if hasattr(m, "total")]
-    return not totals or all(float(t) > 0 for t in totals)
-
-
-@torch.no_grad()
-def score(system, tensors: dict[str, Tensor], metrics: MetricCollection, batch_size: int):
-    """``metrics`` (unprefixed) of ``system`` over the examples in ``tensors``: name -> value.
-
-    None when nothing was scored.
-    """
-    was_training = system.training
-    system.eval()
-    metrics = metrics.to(system.device)
-    trainer = getattr(system, "_trainer", None)
-    context = trainer.precision_plugin.forward_context() if trainer else nullcontext()
-    n = len(next(iter(tensors.values())))
-    try:
-        with context:
-            for start in range(0, n, batch_size):
-                batch = {
-                    k: v[start : start + batch_size].to(system.device) for k, v in tensors.items()
-                }
-                if trainer:  # what Lightning does to a batch (e.g. float64 under 64-true)
-                    batch = trainer.precision_plugin.convert_input(batch)
-                system.evaluate(batch, metrics)
-        if not _scored(metrics):
-            return None
-        return {name: float(value) for name, value in metrics.compute().items()}
-    finally:
-        system.train(was_training)
+        appended = output_length or (lambda length: 0)
+        lengths = range(first, longest + 1, self.step)
+        return [n for n in lengths if max_len is None or n + appended(n) <= max_len]
 
 
 def validation_scores(system, datamodule) -> dict[str, float]:
@@ -113,14 +102,20 @@ def validation_scores(system, datamodule) -> dict[str, float]:
 def length_curve(system, datamodule, config: RangeEval) -> dict[str, dict[str, float]]:
     """metric -> {length (as text): value} over ``config.lengths``; {} when off."""
     train_length = datamodule.train_length
-    curve: dict[str, dict[str, float]] = {}
     shortest = getattr(datamodule, "shortest_length", 1)
-    for length in config.lengths(train_length, system.hparams.max_len, shortest):
-        generator = _range_generator(datamodule.seed, length)
-        # as a test set of that length: a task keeps it apart from training where it can
-        tensors = datamodule.draw(config.n, length, generator, split="test")
-        metrics = system.test_metrics_for(length, train_length)
-        values = score(system, tensors, metrics, batch_size=datamodule.batch_size)
+    output_length = getattr(datamodule, "output_length", None)
+    lengths = config.lengths(train_length, system.length_limit, shortest, output_length)
+    curve: dict[str, dict[str, float]] = {}
+    for length in lengths:
+        values = score_length(
+            system,
+            datamodule,
+            length,
+            system.test_metrics_for(length, train_length),
+            n=config.n,
+            batch_size=datamodule.batch_size,
+            sub_batch=config.sub_batch,
+        )
         for name, value in (values or {}).items():
             curve.setdefault(name, {})[str(length)] = round(value, 6)
     return curve
@@ -141,3 +136,10 @@ def past_training_means(curve: dict[str, dict[str, float]], train_length: int) -
         if past and not name.endswith("loss"):
             means[f"{RANGE_OOD}/{name}"] = round(sum(past) / len(past), 6)
     return means
+
+
+def longest_past_training(curve: dict[str, dict[str, float]], train_length: int) -> int | None:
+    """M, the longest length ``range_ood/<metric>`` averages (the record's
+    ``range_ood_longest``); None when the curve has no length past ``train_length``."""
+    past = [int(n) for values in curve.values() for n in values if int(n) > train_length]
+    return max(past, default=None)

@@ -47,7 +47,7 @@ class GuardedWandbLogger(WandbLogger):
         ``warn``: print the failure (else it is only kept in :attr:`error`)."""
         import wandb
 
-        open_before = wandb.run  # another member's of a pack, else None
+        open_before = wandb.run  # another run's in this process (a population member's)
         self._started = self._guard(self._init_run, warn) is not None
         if not self._started:  # a half-started run must not swallow the next one
             with contextlib.suppress(Exception):
@@ -57,7 +57,8 @@ class GuardedWandbLogger(WandbLogger):
 
     def _init_run(self):
         """The W&B run, started now. Lightning's ``experiment`` would reuse a run already open
-        in this process (``wandb.run``); the members of a pack each open their own."""
+        in this process (``wandb.run``): every run opens its own (a population's members are
+        K runs open at once)."""
         import wandb
 
         if self._experiment is None and wandb.run is not None:

@@ -25,6 +25,7 @@ from .positional import (
     NoPositionalEncoding,
     SinusoidalPositionalEncoding,
     build_positional,
+    position_limit,
 )
 from .randomized import RandomizedPositionalEncoding
 from .readout import READOUTS, Readout
@@ -131,5 +132,6 @@ __all__ = [
     "build_seq2seq",
     "causal_mask",
     "count_parameters",
+    "position_limit",
     "relative_bucket",
 ]

@@ -10,6 +10,12 @@ in one of three places (the contract is ``attention.PositionalEncoding``):
   ``relative_bias.py``);
 - nowhere: ``none``, the no-position ablation (a bag of tokens unless the model is causal).
 
+Lengths: ``learnable`` reads at most ``max_len`` positions (one trained row each) and
+``randomized`` draws its positions from [0, max_len); both refuse longer sequences, naming
+that limit. The others read any length (``position_limit`` says which is which): the
+sinusoidal table computes the rows past its end on demand, the same numbers a longer table
+holds.
+
 Sinusoidal table, PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(same).
 Worked example, d=4: the two frequencies are 1 and 1/100, so
 pos 0 -> [sin 0, cos 0, sin 0, cos 0] = [0, 1, 0, 1] and
@@ -39,10 +45,12 @@ LEARNABLE_INIT_STD = 2**-0.5
 
 
 def _check_length(length: int, max_len: int) -> None:
+    # names the encoding and its limit: lit_seq.evaluate shows this message as it is
     if length > max_len:
         raise ValueError(
-            f"sequence length {length} exceeds the positional table max_len={max_len}; "
-            f"raise max_len to at least {length}"
+            f"sequence length {length} exceeds pos_mode='learnable''s table of max_len="
+            f"{max_len} trained positions; raise max_len to at least {length} (before "
+            "training: a trained table cannot grow)"
         )
 
 
@@ -54,6 +62,22 @@ def _table_rows(x: Tensor, table: Tensor, offset: int, positions: Tensor | None)
         return table[offset:end]  # (T, d), a view: the common case stays a slice
     _check_length(int(positions.max()) + 1, table.shape[0])
     return table[positions]  # (T, d)
+
+
+def sinusoidal_rows(positions: Tensor, d_model: int) -> Tensor:
+    """The sinusoidal vectors of ``positions`` (L,) -> (L, d), float32 on their device.
+
+    A pure function of each position: the table's row p and a row computed later for p are
+    the same numbers (bit for bit), so a table can be extended on demand.
+    """
+    inv_freq = torch.exp(  # 1 / 10000^(2i/d) for the even dimensions 2i
+        torch.arange(0, d_model, 2, device=positions.device) * (-math.log(10000.0) / d_model)
+    )
+    angles = positions.to(torch.float32)[:, None] * inv_freq  # (L, ceil(d/2))
+    pe = torch.zeros(len(positions), d_model, device=positions.device)
+    pe[:, 0::2] = angles.sin()
+    pe[:, 1::2] = angles.cos()[:, : d_model // 2]  # odd d has one cosine column fewer
+    return pe
 
 
 def private_generator() -> torch.Generator:
@@ -68,34 +92,40 @@ def private_generator() -> torch.Generator:
 
 
 class SinusoidalPositionalEncoding(PositionalEncoding):
-    """Fixed sine/cosine table added to the input (Vaswani et al., 2017).
+    """Fixed sine/cosine vectors added to the input (Vaswani et al., 2017); any length.
+
+    Positions below ``max_len`` are read from a precomputed table, later ones computed when
+    asked for (``sinusoidal_rows``: the same numbers a longer table would hold), so a model
+    trained on short sequences is evaluated on any longer ones.
 
     Args:
         d_model: model width d.
-        max_len: longest sequence the table covers; longer inputs raise ValueError
-            (set it to the longest length-generalisation test length).
+        max_len: positions precomputed (a cache: longer inputs work, a little slower).
     """
 
     def __init__(self, d_model: int, max_len: int = 512) -> None:
         super().__init__()
+        self.d_model = d_model
         self.max_len = max_len
-        pos = torch.arange(max_len, dtype=torch.float32)[:, None]  # (L, 1)
-        # 1 / 10000^(2i/d) for the even dimensions 2i.
-        inv_freq = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
-        angles = pos * inv_freq  # (L, ceil(d/2))
-        pe = torch.zeros(max_len, d_model)
-        pe[:, 0::2] = angles.sin()
-        pe[:, 1::2] = angles.cos()[:, : d_model // 2]  # odd d has one cosine column fewer
-        # Not persistent: it is a pure function of the arguments, so keep it out of checkpoints.
-        self.register_buffer("pe", pe, persistent=False)
+        # Not persistent: a pure function of the arguments, so it stays out of checkpoints
+        # (and a checkpoint loads whatever max_len the model is built with).
+        self.register_buffer(
+            "pe", sinusoidal_rows(torch.arange(max_len), d_model), persistent=False
+        )
 
     def forward(self, x: Tensor, offset: int = 0, *, positions: Tensor | None = None) -> Tensor:
-        """Add the table: (B, T, d) -> (B, T, d), positions ``offset`` .. ``offset + T - 1``.
+        """Add the vectors: (B, T, d) -> (B, T, d), positions ``offset`` .. ``offset + T - 1``.
 
         A non-zero ``offset`` is for incremental decoding, where x holds only the newest
         positions of a longer sequence; ``positions`` (T,) long picks any rows instead.
         """
-        return x + _table_rows(x, self.pe, offset, positions=positions).to(x.dtype)
+        if positions is None:
+            if offset + x.shape[1] <= self.max_len:
+                return x + self.pe[offset : offset + x.shape[1]].to(x.dtype)  # (T, d), a view
+            positions = torch.arange(offset, offset + x.shape[1], device=x.device)
+        if int(positions.max()) < self.max_len:
+            return x + self.pe[positions].to(x.dtype)
+        return x + sinusoidal_rows(positions, self.d_model).to(x.dtype)  # past the table
 
 
 class LearnablePositionalEncoding(PositionalEncoding):
@@ -110,8 +140,9 @@ class LearnablePositionalEncoding(PositionalEncoding):
 
     Args:
         d_model: model width d.
-        max_len: number of trained positions; longer inputs raise ValueError. Positions
-            never seen in training keep their random init.
+        max_len: number of trained positions, the encoding's hard limit: longer inputs
+            raise ValueError naming it. Positions never seen in training keep their random
+            init.
     """
 
     def __init__(self, d_model: int, max_len: int = 512) -> None:
@@ -132,6 +163,20 @@ class NoPositionalEncoding(PositionalEncoding):
     """The no-position ablation: returns its input; takes ``offset`` like the others."""
 
 
+def position_limit(network: nn.Module) -> int | None:
+    """The longest sequence ``network``'s positional encodings read, None for any length.
+
+    Only a learnable table (its trained rows) and randomized positions (their range [0,
+    max_len)) have a limit; sinusoidal, rotary, alibi, relative and none read any length.
+    """
+    limits = [
+        m.max_len
+        for m in network.modules()
+        if isinstance(m, LearnablePositionalEncoding | RandomizedPositionalEncoding)
+    ]
+    return min(limits, default=None)
+
+
 def build_positional(
     pos_mode: str, d_model: int, max_len: int, n_heads: int = 1, causal: bool = False
 ) -> PositionalEncoding:
@@ -140,7 +185,9 @@ def build_positional(
     Args:
         pos_mode: the encoding.
         d_model: model width d.
-        max_len: longest sequence (sizes the tables; randomized draws positions below it).
+        max_len: longest sequence: the learnable table's size and the range randomized
+            draws positions from (hard limits), the sinusoidal table's precomputed rows (a
+            cache); rotary, alibi, relative and none take none.
         n_heads: attention heads H (rotary turns each head's dh = d/H dimensions; alibi and
             relative give each head its own bias).
         causal: the attention it serves is causal (alibi / relative then only look left).

@@ -2,7 +2,7 @@
 
 A length-T sequence gets the positions of a sorted random subset of size T of [0, L),
 not 0 .. T-1, and the sinusoidal vectors of those positions are added to the input. L
-is the model's ``max_len``, which the CLI links from the data's longest test length, so
+is the model's ``max_len`` (the data's longest test length unless given), so
 the positions of every test length (all < L) have been seen in training even though the
 training sequences are short. Worked example, T=4, L=16: one draw is [2, 5, 6, 13]; the
 four tokens then get the sinusoidal rows 2, 5, 6 and 13.
@@ -58,8 +58,9 @@ class RandomizedPositionalEncoding(PositionalEncoding):
             )
         if length > self.max_len:
             raise ValueError(
-                f"sequence length {length} exceeds the randomized positions' range max_len="
-                f"{self.max_len}; raise max_len to at least {length}"
+                f"sequence length {length} exceeds pos_mode='randomized''s range of max_len="
+                f"{self.max_len} positions (it draws them from [0, {self.max_len})); raise "
+                f"max_len to at least {length} (before training: its range is what it trained on)"
             )
         g = None if self.training else torch.Generator().manual_seed(EVAL_SEED)
         drawn = torch.randperm(self.max_len, generator=g)[:length].sort().values  # on the CPU

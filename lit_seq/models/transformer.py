@@ -236,8 +236,8 @@ class TransformerBackbone(nn.Module):
             backbone's heads and ``causal`` flag and shared by all its blocks; "none".
         residual: keep the skip connections (False = no-residual ablation).
         causal: position t attends only to positions <= t (decoder-only / streaming use).
-        max_len: longest sequence the positional table covers (randomized: the range its
-            positions are drawn from).
+        max_len: longest sequence a learnable table reads (randomized: the range its
+            positions are drawn from); the other encodings read any length.
     """
 
     arch = "transformer"  # its key in BACKBONES

@@ -25,6 +25,7 @@ from lit_seq.fit.run import Trained, print_header, test_and_record
 from lit_seq.fit.target import StopAtTarget
 from lit_seq.fit.wandb_logger import GuardedWandbLogger
 from lit_seq.record import FitResult, diverged_loss
+from lit_seq.systems.base import divergence
 
 
 class MemberRun:
@@ -45,6 +46,7 @@ class MemberRun:
         self.error = ""  # why it failed ("" while it has not)
         self.steps = 0
         self.seconds = 0.0
+        self.last_train_loss: float | None = None
         self.done = False  # stopped updating (target, divergence, end of the population)
 
     def start(self) -> None:
@@ -69,6 +71,10 @@ class MemberRun:
     def on_train_step(self, step: int, epoch: int, loss: float, lr: float, seconds: float):
         """After optimizer step ``step`` (1-based: steps taken): log on a solo fit's steps."""
         self.steps, self.seconds = step, seconds
+        self.last_train_loss = loss
+        member = self.cli.model  # its divergence bound, kept (and saved) as a solo fit keeps it
+        if member.first_train_loss is None:
+            member.first_train_loss = loss
         every, last = self.cli.trainer.log_every_n_steps, self.cli.trainer.max_steps
         if step % every == 0 or step == last:
             self.log({"train/loss": loss, "lr": lr, "epoch": epoch}, step=step - 1)
@@ -76,12 +82,15 @@ class MemberRun:
     def on_validation(self, step: int, epoch: int, seconds: float, scores: dict) -> bool:
         """This validation's scores; True when the member stops here."""
         self.log({**scores, "epoch": epoch}, step=step)
+        # the rule and the words of a solo fit (SequenceSystem.on_validation_epoch_end)
+        member = self.cli.model
+        losses = {"val/loss": scores["val/loss"], "train/loss": self.last_train_loss}
+        for name, loss in losses.items():
+            if loss is not None and (why := divergence(loss, member.first_train_loss)):
+                self.error = f"{name} {why} at step {step}: training diverged"
+                self.done = True
+                return True
         val_loss = scores["val/loss"]
-        if not math.isfinite(val_loss):
-            # what a solo fit raises (SequenceSystem.on_validation_epoch_end), as its record
-            self.error = f"val/loss is {val_loss} at step {step}: training diverged"
-            self.done = True
-            return True
         if val_loss < self.best_score:  # ModelCheckpoint(monitor=val/loss, mode=min), top 1
             path = self.folder / f"best-step={step}.ckpt"
             self.save(path)

@@ -51,7 +51,8 @@ class PopulationSystem(L.LightningModule):
         clip_norm: each member's gradient-norm clip (its solo run's ``gradient_clip_val``).
         on_validation: called after each validation with ``(k, {"val/loss": ..., ...})`` for
             every member still training; it returns True when member k stops there.
-        on_train_step: called after each optimizer step with the (K,) losses of that step.
+
+    ``last_losses`` holds the (K,) losses of the latest training step.
     """
 
     def __init__(
@@ -59,7 +60,6 @@ class PopulationSystem(L.LightningModule):
         members: list[SequenceSystem],
         clip_norm: float | None,
         on_validation=None,
-        on_train_step=None,
     ) -> None:
         super().__init__()
         self.members = nn.ModuleList(members)
@@ -69,7 +69,6 @@ class PopulationSystem(L.LightningModule):
         self.names = {_key(n): n for n, _ in members[0].named_parameters()}
         self.clip_norm = clip_norm
         self.on_validation = on_validation
-        self.on_train_step = on_train_step
         self._val_sums: list[list] = []
         self.last_losses: Tensor | None = None
 
@@ -111,10 +110,6 @@ class PopulationSystem(L.LightningModule):
         self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None
     ) -> None:
         self.optimizer.clip_gradients()  # each member by its own norm
-
-    def on_train_batch_end(self, outputs, batch, batch_idx: int) -> None:
-        if self.on_train_step is not None:
-            self.on_train_step(self.last_losses, self.optimizer)
 
     def on_validation_epoch_start(self) -> None:
         self._val_sums = [[0.0, 0] for _ in self.members]

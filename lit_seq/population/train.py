@@ -96,7 +96,18 @@ class PopulationData(L.LightningDataModule):
         return StackedLoader([dm.val_dataloader() for dm in self.members])
 
 
-def _trainer(cli: LitSeqCLI, stopper: StopOnSignal) -> L.Trainer:
+class _AfterStep(L.Callback):
+    """Hands each optimizer step's losses to the members' runs. A callback ahead of the
+    stop-on-signal one, so that the step a signal stops at is logged before it stops."""
+
+    def __init__(self, after_step) -> None:
+        self.after_step = after_step
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self.after_step(pl_module.last_losses, pl_module.optimizer)
+
+
+def _trainer(cli: LitSeqCLI, callbacks: list[L.Callback]) -> L.Trainer:
     """The population's Trainer: its members' settings, no logger (the members log)."""
     settings = {k: cli.config.trainer.get(k) for k in TRAINER_KEYS}  # None too: a setting
     return L.Trainer(
@@ -107,7 +118,7 @@ def _trainer(cli: LitSeqCLI, stopper: StopOnSignal) -> L.Trainer:
         enable_progress_bar=False,
         enable_model_summary=False,
         num_sanity_val_steps=0,
-        callbacks=[stopper],
+        callbacks=callbacks,
     )
 
 
@@ -160,6 +171,7 @@ def member_checkpoint(trainer: L.Trainer, population: PopulationSystem, k: int) 
         "lr_schedulers": [schedule.state_dict()],
         "hparams_name": "kwargs",
         "hyper_parameters": dict(member.hparams),
+        "first_train_loss": member.first_train_loss,  # its divergence bound, on a resume
     }
 
 
@@ -169,11 +181,13 @@ def fit_population(member_args: list[list[str]]) -> list[FitResult | BaseExcepti
     Raises BadInput (before anything trains) for a bad member config, and ValueError when
     the members cannot share a population (:func:`why_not_population`, :func:`population_key`).
     """
-    clis = [build_cli(args) for args in member_args]
+    clis: list[LitSeqCLI] = []
     try:
+        for args in member_args:
+            clis.append(build_cli(args))  # each locks its run folder
         _check_population(clis)
     except BaseException:
-        for cli in clis:
+        for cli in clis:  # nothing trained: every folder is free again
             cli.run_lock.release()
         raise
     runs: list[MemberRun] = []
@@ -181,16 +195,16 @@ def fit_population(member_args: list[list[str]]) -> list[FitResult | BaseExcepti
     stopper = StopOnSignal(
         Path(clis[0].run_dir) / CHECKPOINTS / LAST, save=lambda t: _save_last(runs)
     )
-    trainer = _trainer(clis[0], stopper)
     started = time.perf_counter()
+    after_step = _AfterStep(
+        lambda losses, adam: _after_step(runs, trainer, adam, losses, time.perf_counter() - started)
+    )
+    trainer = _trainer(clis[0], [after_step, stopper])
     clip = clis[0].config.trainer.get("gradient_clip_val")
     population = PopulationSystem([c.model for c in clis], clip)
     runs += [MemberRun(cli, _saver(trainer, population, k)) for k, cli in enumerate(clis)]
     population.on_validation = lambda k, scores: runs[k].on_validation(
         trainer.global_step, trainer.current_epoch, time.perf_counter() - started, scores
-    )
-    population.on_train_step = lambda losses, adam: _after_step(
-        runs, trainer, adam, losses, time.perf_counter() - started
     )
     for run in runs:
         run.start()
@@ -223,13 +237,12 @@ def _save_last(runs: list[MemberRun]) -> None:
 
 
 def _after_step(runs, trainer, adam, losses, seconds: float) -> None:
+    values, steps = losses.tolist(), adam.steps.tolist()  # one copy each, not one per member
     for k, run in enumerate(runs):
         if not run.done:
-            # the rate this step used: current_lrs is already the next step's
-            lr = run.cli.model.hparams.lr * adam.members[k].factor(int(adam.steps[k]) - 1)
-            run.on_train_step(
-                int(adam.steps[k]), trainer.current_epoch, float(losses[k]), lr, seconds
-            )
+            # the rate this step used (current_lrs is already the next step's)
+            lr = adam.members[k].lr * adam.members[k].factor(steps[k] - 1)
+            run.on_train_step(steps[k], trainer.current_epoch, values[k], lr, seconds)
 
 
 def _check_population(clis: list[LitSeqCLI]) -> None:

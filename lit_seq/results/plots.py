@@ -3,7 +3,9 @@
 Each plot is one group of bars per test set, labelled by its length (the training length,
 then the length-generalisation lengths, scored on the positions past training, ``acc_ood``,
 where the task has it) and one bar per value of what it varies; height = mean over the ok
-runs, error bar = their std over seeds (none for a single seed); the legend gives n and a
+runs, error bar = the 95% bootstrap interval of that mean over seeds, the tables' interval
+(none for a single seed: the title says which); the y axis names the metrics drawn (the
+main metric, and ``acc_ood`` past training where bars show it), the legend gives n and a
 dotted line the chance level. Runs a ``select:`` block did not keep are left out.
 
 ``plots/curve_<task>_<axis>.png`` (grids run with ``range_eval``) draws accuracy against
@@ -28,10 +30,12 @@ from pathlib import Path
 import pandas as pd
 
 from lit_seq.record import RunRecord
+from lit_seq.results.stats import LEVEL, bootstrap_interval
 from lit_seq.results.tables import NOT_AXES, summary_keys
 
 PLOTS = "plots"
 MAX_PAIR_BARS = 8
+ERROR_BARS = f"error bars: {LEVEL:.0%} bootstrap interval of the mean over seeds"
 
 
 def plot_axes(runs: pd.DataFrame) -> list[str]:
@@ -76,7 +80,18 @@ def _chance(rows: pd.DataFrame) -> float | None:
     return float(chance.iloc[0]) if len(chance) else None
 
 
-def _bar_plot(path: Path, rows: pd.DataFrame, varied: list[str], metric: str, title: str):
+def _y_label(keys: list[str], metric: str) -> str:
+    """What the bars' heights are: ``acc``, or ``acc (train length) / acc_ood (past it)``
+    when the bars past the training length show ``acc_ood``."""
+    drawn = list(dict.fromkeys(k.split("/")[1] for k in keys))
+    if drawn == ["acc_ood"] or "acc_ood" not in drawn:
+        return ", ".join(drawn) or metric
+    others = [m for m in drawn if m != "acc_ood"]
+    return f"{', '.join(others)} (train length) / acc_ood (past it)"
+
+
+def bar_figure(rows: pd.DataFrame, varied: list[str], metric: str, title: str):
+    """The bar chart of ``rows`` by ``varied``: a matplotlib Figure (the caller closes it)."""
     import matplotlib.pyplot as plt
 
     # the test sets the summary shows (summary_keys reads an aggregate's <metric>_mean)
@@ -84,15 +99,20 @@ def _bar_plot(path: Path, rows: pd.DataFrame, varied: list[str], metric: str, ti
     keys = summary_keys(shaped, metric)
     labels = rows[varied].astype(str).agg(", ".join, axis=1)
     order = list(dict.fromkeys(labels))
-    stats = rows.groupby(labels, sort=False)[keys].agg(["mean", "std", "count"])
-    fig, ax = plt.subplots(figsize=(3.2 + 0.45 * len(keys) * len(order), 3.2))
+    fig, ax = plt.subplots(figsize=(3.2 + 0.45 * len(keys) * len(order), 3.4))
     width = 0.8 / len(order)
+    any_errors = False
     for i, label in enumerate(order):
-        means = [stats.loc[label, (k, "mean")] for k in keys]
-        counts = [int(stats.loc[label, (k, "count")]) for k in keys]
-        stds = [stats.loc[label, (k, "std")] for k in keys]
+        group = rows[labels == label]
+        # the tables' interval (lit_seq.results.stats), so a bar and its table row agree
+        intervals = [bootstrap_interval(list(group[k].dropna())) for k in keys]
+        means = [iv.mean for iv in intervals]
+        low = [0.0 if pd.isna(iv.low) else iv.mean - iv.low for iv in intervals]
+        high = [0.0 if pd.isna(iv.high) else iv.high - iv.mean for iv in intervals]
+        counts = [iv.n for iv in intervals]
         xs = [j + (i - (len(order) - 1) / 2) * width for j in range(len(keys))]
-        errors = None if max(counts) < 2 else [0.0 if pd.isna(s) else s for s in stds]
+        errors = None if max(counts) < 2 else [low, high]  # (2, K): below and above
+        any_errors = any_errors or errors is not None
         ax.bar(
             xs,
             means,
@@ -106,13 +126,21 @@ def _bar_plot(path: Path, rows: pd.DataFrame, varied: list[str], metric: str, ti
         ax.axhline(chance, color="grey", linestyle=":", linewidth=1, label=f"chance {chance:g}")
     ax.set_xticks(range(len(keys)), [_length_label(k, rows) for k in keys], fontsize=7)
     ax.set_xlabel("test length")
-    ax.set_ylabel(metric)
-    ax.set_title(title, fontsize=8)
+    ax.set_ylabel(_y_label(keys, metric), fontsize=8)
+    note = ERROR_BARS if any_errors else "one seed: no error bars"
+    ax.set_title(f"{title}\n{note}", fontsize=8)
     legend_title = ", ".join(varied)
     ax.legend(
         title=legend_title, fontsize=7, title_fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1)
     )
     fig.tight_layout()
+    return fig
+
+
+def _bar_plot(path: Path, rows: pd.DataFrame, varied: list[str], metric: str, title: str):
+    import matplotlib.pyplot as plt
+
+    fig = bar_figure(rows, varied, metric, title)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -7,9 +7,10 @@ seeds: mean, std, the 95% bootstrap interval (``lit_seq.results.stats``: it stay
 the metric's range), min, max and the per-seed values, plus ``n`` (ok seeds), ``failed``,
 the seeds, and the success rate of the main metric (seeds at or above
 ``SUCCESS_THRESHOLD``) with its 95% Wilson interval at every test length. Both are saved as
-CSV, Parquet and Markdown; ``summary.md`` (and the console) show per task the main metric
-at the training length and past it (``acc_ood`` on the positions no training sequence had,
-where the task has it).
+CSV and Parquet, whole; ``runs.md`` too, while ``aggregate.md`` holds what fits a screen
+(:func:`aggregate_markdown`: the main metrics, long form, and a link to the full CSV);
+``summary.md`` (and the console) show per task the main metric at the training length and
+past it (``acc_ood`` on the positions no training sequence had, where the task has it).
 
 A block with ``select: {axis: lr, seeds: [...]}`` chooses one value of that axis on its
 selection seeds (:mod:`lit_seq.results.selection`); the tables report the other seeds, which
@@ -159,19 +160,77 @@ def to_markdown(table: pd.DataFrame) -> str:
 
 
 def write_tables(out_dir: Path, runs: pd.DataFrame, aggregate: pd.DataFrame) -> list[Path]:
-    """``runs`` and ``aggregate`` as ``.csv``, ``.parquet`` and ``.md`` in ``out_dir``, and
-    the per-task :func:`summary_markdown` as ``summary.md``; returns the paths written."""
+    """``runs`` and ``aggregate`` as ``.csv``, ``.parquet`` and ``.md`` in ``out_dir`` (the
+    aggregate's ``.md`` its :func:`aggregate_markdown`), and the per-task
+    :func:`summary_markdown` as ``summary.md``; returns the paths written."""
     written = []
+    markdown = {"runs": to_markdown(runs), "aggregate": aggregate_markdown(aggregate)}
     for name, table in (("runs", runs), ("aggregate", aggregate)):
         base = Path(out_dir) / name
         atomic_write_text(base.with_suffix(".csv"), table.to_csv(index=False))
-        atomic_write_text(base.with_suffix(".md"), to_markdown(table))
+        atomic_write_text(base.with_suffix(".md"), markdown[name])
         tmp = base.with_suffix(".parquet.tmp")
         table.to_parquet(tmp, index=False)
         tmp.replace(base.with_suffix(".parquet"))
         written += [base.with_suffix(s) for s in (".csv", ".parquet", ".md")]
     atomic_write_text(Path(out_dir) / "summary.md", summary_markdown(aggregate))
     return [*written, Path(out_dir) / "summary.md"]
+
+
+def main_keys(row: pd.Series) -> list[str]:
+    """The metrics ``aggregate.md`` shows for a cell: its main metric at the training
+    length, then at the longest test set ``acc_ood`` where it exists (the positions past
+    training), else the main metric there."""
+    metric = row.get("main_metric") or "acc"
+    present = [c[: -len("_mean")] for c in row.index if c.endswith("_mean")]
+    present = [k for k in present if k.startswith("test") and not pd.isna(row[f"{k}_mean"])]
+    keys = [k for k in (f"test/{metric}",) if k in present]
+    longer = sorted(
+        {k.split("/")[0] for k in present} - {"test"}, key=lambda p: metric_order(p + "/")
+    )
+    if longer:
+        last = longer[-1]
+        ood = f"{last}/acc_ood"
+        keys += [ood] if ood in present else [k for k in (f"{last}/{metric}",) if k in present]
+    return keys
+
+
+def aggregate_markdown(aggregate: pd.DataFrame) -> str:
+    """``aggregate.md``: per cell and main metric (:func:`main_keys`) one line, long form.
+
+    Columns: cell, n (ok seeds), metric, mean [95% bootstrap interval over seeds], success
+    (seeds >= ``SUCCESS_THRESHOLD`` [95% Wilson interval]), the value a ``select:`` block
+    chose, failed runs (when any). Every other column (std, min, max, per-seed values, all
+    metrics, speed) is in ``aggregate.csv``, linked at the top.
+    """
+    show_selected = "selected" in aggregate and aggregate["selected"].notna().any()
+    show_failed = "failed" in aggregate and aggregate["failed"].sum() > 0
+    header = ["cell", "n", "metric", "mean [95% interval]", "success [95% interval]"]
+    header += ["selected"] if show_selected else []
+    header += ["failed"] if show_failed else []
+    body = []
+    for _, row in aggregate.iterrows():
+        keys = main_keys(row) or [None]
+        for i, key in enumerate(keys):
+            first = i == 0  # the cell's own columns once, on its first line
+            cells = [row["cell"] if first else "", row["n"] if first else ""]
+            if key is None:
+                cells += ["-", "-", "-"]
+            else:
+                mean, *success = summary_cell(row, key, per_seed=False).split("; ")
+                cells += [key.replace("/", " "), mean, success[0] if success else ""]
+            cells += [row["selected"] if first else ""] if show_selected else []
+            cells += [row["failed"] if first else ""] if show_failed else []
+            body.append(cells)
+    intro = (
+        "# Aggregate: the main metrics per cell\n\n"
+        "All columns (std, min, max, per-seed values, every metric and test set, speed): "
+        "[aggregate.csv](aggregate.csv). Mean over the ok seeds [95% bootstrap interval over "
+        f"seeds]; success: seeds with the metric >= {SUCCESS_THRESHOLD} [95% Wilson interval]. "
+        "Past the training length the metric is acc_ood (the positions no training sequence "
+        "had) where the task has it.\n\n"
+    )
+    return intro + markdown_table(header, body)
 
 
 def summary_keys(rows: pd.DataFrame, metric: str) -> list[str]:

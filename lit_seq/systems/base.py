@@ -1,7 +1,7 @@
 """The shared LightningModule anatomy of every lit_seq system.
 
 A *system* (Lightning's "systems vs models" split) receives a plain ``nn.Module`` network
-and owns what training needs around it: loss, metrics, optimizer and schedule. The four
+and owns what training needs around it: loss, metrics, optimizer and schedule. The
 subclasses differ only in the network they build, their loss and their metrics; this
 base class owns the backbone options, the optimizer and schedule, and the logging keys
 ``train/loss``, ``lr``, ``val/<metric>``, ``test/<metric>`` and ``test_len{L}/<metric>``.
@@ -24,6 +24,7 @@ from lit_seq.models import (
     PluginBackbone,
     build_backbone,
     count_parameters,
+    position_limit,
 )
 from lit_seq.systems.metrics import StepAccuracy
 from lit_seq.systems.schedules import SCHEDULES, schedule_factor
@@ -36,6 +37,9 @@ OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
 # (cross-entropy, BCE, MSE of scaled targets) start at O(1), so a million times that is no
 # model any more (echo / rnn at lr 1e30 reaches 1e30, finite: without a bound it ends "ok").
 DIVERGED_FACTOR = 1e6
+
+# max_len of a system built without data (tests, notebooks): the one the builders default to
+DEFAULT_MAX_LEN = 512
 
 
 def divergence(loss: float, first_loss: float | None) -> str:
@@ -67,7 +71,7 @@ Schedule = Literal[SCHEDULES]
 
 
 class SequenceSystem(L.LightningModule):
-    """Base of the four systems; never instantiated directly.
+    """Base of the systems (one per task kind, ``SYSTEMS``); never instantiated directly.
 
     Subclasses set ``self.net`` and implement :meth:`loss`, :meth:`build_metrics` and
     :meth:`evaluate`. ``task_kind`` says which tasks it trains (``fit`` refuses
@@ -83,7 +87,8 @@ class SequenceSystem(L.LightningModule):
         self,
         in_features: int = 1,
         out_features: int = 1,
-        max_len: int = 512,
+        max_len: int | None = None,
+        data_max_len: int | None = None,
         arch: Arch = "transformer",
         d_model: int = 64,
         n_layers: int = 2,
@@ -105,7 +110,12 @@ class SequenceSystem(L.LightningModule):
             in_features: Input features per step, or the vocabulary size for token tasks.
                 Linked from the data module; no need to set it.
             out_features: Classes, outputs per step, or vocabulary size. Linked from the data.
-            max_len: Longest sequence the model will see (sizes positional tables). Linked.
+            max_len: Longest sequence the model reads: the size of a ``learnable`` table and
+                the range ``randomized`` draws positions from (both fixed once trained; the
+                other encodings read any length). Default: the data's longest sequence
+                (``data_max_len``); a value given is kept, and refused if shorter than that.
+            data_max_len: The data's longest sequence (its longest test set, with any
+                appended output). Linked from the data; no need to set it.
             arch: Backbone: ``transformer``, ``rnn`` or ``lstm``.
             d_model: Width of the embeddings and of the backbone's hidden state.
             n_layers: Number of transformer blocks or stacked recurrent layers.
@@ -141,6 +151,7 @@ class SequenceSystem(L.LightningModule):
         check_float("lr", lr, 0.0, low_open=True)
         check_float("weight_decay", weight_decay, 0.0)
         check_int("warmup_steps", warmup_steps, 0)
+        max_len = resolve_max_len(max_len, data_max_len)
         if arch != "transformer" and (pos_mode != "sinusoidal" or not residual):
             # an ablation of something the backbone does not have would be a silent no-op
             field, value = (
@@ -149,6 +160,9 @@ class SequenceSystem(L.LightningModule):
             raise ValueError(f"{field}={value!r} only applies to arch='transformer', not {arch!r}")
         # collects the subclass's arguments too: it walks up the chain of __init__ frames
         self.save_hyperparameters()
+        # the length the network is built for, whether given or the data's: what builders,
+        # checkpoints (so a reload builds the same table) and records read
+        self.hparams["max_len"] = max_len
         # what every network builder takes, as one typed value (make_backbone, Seq2Seq)
         self.backbone_options = BackboneOptions(
             d_model=d_model,
@@ -218,6 +232,18 @@ class SequenceSystem(L.LightningModule):
         """What records, tables, the header and W&B call the backbone: ``arch``, or a plug-in
         backbone's ``arch`` attribute (else its class name)."""
         return self.plugin.name if self.plugin is not None else self.hparams.arch
+
+    @property
+    def length_limit(self) -> int | None:
+        """The longest sequence (in ``max_len``'s units) the network reads; None: any length.
+
+        ``max_len`` for a learnable table or randomized positions (``position_limit``) and
+        for a plug-in backbone (it is handed ``max_len`` and may size a table by it); None
+        for the other encodings and the recurrent backbones.
+        """
+        if self.plugin is None and position_limit(self.net) is None:
+            return None
+        return self.hparams.max_len
 
     @property
     def chance_level(self) -> float | None:
@@ -328,6 +354,21 @@ class SequenceSystem(L.LightningModule):
             "optimizer": optimizer,
             "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
         }
+
+
+def resolve_max_len(max_len: int | None, data_max_len: int | None) -> int:
+    """The ``max_len`` a system is built with: the one given (if the data fits in it), else
+    the data's longest sequence, else ``DEFAULT_MAX_LEN`` (a system built by hand)."""
+    if max_len is None:
+        return DEFAULT_MAX_LEN if data_max_len is None else data_max_len
+    check_int("max_len", max_len, 1)
+    if data_max_len is not None and max_len < data_max_len:
+        raise ValueError(
+            f"max_len={max_len} is shorter than the data's longest sequence, {data_max_len} "
+            f"(its longest test set with any appended output); give max_len >= {data_max_len}, "
+            "or leave it out to follow the data"
+        )
+    return max_len
 
 
 # the defaults of the options above: an option a plug-in backbone never reads must keep its own

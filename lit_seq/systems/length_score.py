@@ -1,4 +1,4 @@
-"""Delétang et al. 2023's score: the accuracy at every test length N+1..M, averaged.
+"""Scoring a system at one sequence length on new sequences, and Delétang et al. 2023's score.
 
 Their range evaluation (experiments/range_evaluation.py, with the ``accuracy_fn`` of
 experiments/example.py) draws 512 new sequences at each length 1..M in sub-batches of 64,
@@ -9,25 +9,99 @@ the score of a network is the mean of those per-length accuracies over N+1..M, e
 weighing the same (example.py: ``np.mean(accuracies[N + 1:])``). :func:`deletang_score`
 computes exactly that with a system's own metric (``main_metric``: ``acc``) and ``evaluate``.
 
-Its sequences come from a generator of their own per (seed, length), apart from every
-split's and the range evaluation's. A transformer reads each length only if its positional
-table covers it (with the appended output positions): ``max_len`` is linked from the data's
-longest test set, so the longest test length there bounds M.
+:func:`score_length` is the one way a length is scored here: the fit's range evaluation
+(``lit_seq.fit.scoring.length_curve``, whose ``range_ood/<metric>`` is this score when its
+``range_eval`` asks for every length, 512 sequences and sub-batches of 64) and
+:func:`deletang_score` draw the same sequences from the same stream and score them alike, so
+the two agree to the last digit the record keeps. A transformer reads a length only if its
+positional table covers it with the appended output positions (``max_len``, linked from the
+data's longest test set): the range evaluation leaves longer lengths out.
 """
 
 import hashlib
+from contextlib import nullcontext
 
 import torch
+from torch import Tensor
+from torchmetrics import MetricCollection
 
 from lit_seq.systems.base import SequenceSystem
 
 
-def _length_generator(seed: int, length: int) -> torch.Generator:
-    digest = hashlib.sha256(f"lit_seq deletang_score {seed} {length}".encode()).digest()
+def range_generator(seed: int, length: int) -> torch.Generator:
+    """The stream of the sequences scored at ``length``, apart from every split's (those are
+    seeded seed * 1000 + split index) and from the fresh training batches'."""
+    digest = hashlib.sha256(f"lit_seq range_eval {seed} {length}".encode()).digest()
     return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))
 
 
+def _scored(metrics: MetricCollection) -> bool:
+    """False when no position was scored (e.g. echo shorter than its lag)."""
+    totals = [m.total for m in metrics.values() if hasattr(m, "total")]
+    return not totals or all(float(t) > 0 for t in totals)
+
+
 @torch.no_grad()
+def score(system, tensors: dict[str, Tensor], metrics: MetricCollection, batch_size: int):
+    """``metrics`` (unprefixed) of ``system`` over the examples in ``tensors``, pooled over
+    them: name -> value; None when nothing was scored. Runs in eval mode with no gradients
+    and leaves the system in the mode it was in."""
+    was_training = system.training
+    system.eval()
+    metrics = metrics.to(system.device)
+    trainer = getattr(system, "_trainer", None)
+    context = trainer.precision_plugin.forward_context() if trainer else nullcontext()
+    n = len(next(iter(tensors.values())))
+    try:
+        with context:
+            for start in range(0, n, batch_size):
+                batch = {
+                    k: v[start : start + batch_size].to(system.device) for k, v in tensors.items()
+                }
+                if trainer:  # what Lightning does to a batch (e.g. float64 under 64-true)
+                    batch = trainer.precision_plugin.convert_input(batch)
+                system.evaluate(batch, metrics)
+        if not _scored(metrics):
+            return None
+        return {name: float(value) for name, value in metrics.compute().items()}
+    finally:
+        system.train(was_training)
+
+
+def score_length(
+    system,
+    datamodule,
+    length: int,
+    metrics: MetricCollection,
+    *,
+    n: int,
+    batch_size: int,
+    sub_batch: int = 0,
+) -> dict[str, float] | None:
+    """``metrics`` of ``system`` on ``n`` new test sequences of ``length`` (name -> value).
+
+    ``sub_batch`` 0 pools every sequence; k > 0 scores each sub-batch of k sequences on its
+    own and averages the sub-batches that scored anything (theirs: 64). The two agree when
+    every sequence has as many scored positions (a one-label task, reverse_string); they
+    weigh the sub-batches differently when the scored positions vary (stack_manipulation).
+    None when nothing was scored.
+    """
+    generator = range_generator(datamodule.seed, length)
+    # as a test set of that length: a task keeps it apart from training where it can
+    tensors = datamodule.draw(n, length, generator, split="test")
+    if not sub_batch:
+        return score(system, tensors, metrics, batch_size=batch_size)
+    parts = []
+    for start in range(0, n, sub_batch):
+        metrics.reset()
+        part = {k: v[start : start + sub_batch] for k, v in tensors.items()}
+        if (values := score(system, part, metrics, batch_size=sub_batch)) is not None:
+            parts.append(values)
+    if not parts:
+        return None
+    return {name: sum(p[name] for p in parts) / len(parts) for name in parts[0]}
+
+
 def length_accuracies(
     system: SequenceSystem, datamodule, lengths: list[int], *, n: int = 512, sub_batch: int = 64
 ) -> dict[int, float]:
@@ -35,26 +109,15 @@ def length_accuracies(
     sub-batch of ``sub_batch`` sequences and averaged over the sub-batches (theirs).
 
     ``datamodule`` is the task (its ``draw`` and ``seed``): the sequences are drawn as its
-    test sets are. The system runs in eval mode and is left in the mode it was in.
+    test sets are, from the range evaluation's stream (:func:`score_length`).
     """
-    was_training = system.training
-    system.eval()
-    metrics = system.build_metrics().to(system.device)
     curve = {}
-    try:
-        for length in lengths:
-            tensors = datamodule.draw(n, length, _length_generator(datamodule.seed, length))
-            values = []
-            for start in range(0, n, sub_batch):
-                batch = {
-                    k: v[start : start + sub_batch].to(system.device) for k, v in tensors.items()
-                }
-                metrics.reset()
-                system.evaluate(batch, metrics)
-                values.append(float(metrics.compute()[system.main_metric]))
-            curve[length] = sum(values) / len(values)
-    finally:
-        system.train(was_training)
+    for length in lengths:
+        values = score_length(
+            system, datamodule, length, system.build_metrics(), n=n, batch_size=sub_batch,
+            sub_batch=sub_batch,
+        )  # fmt: skip
+        curve[length] = values[system.main_metric] if values else float("nan")
     return curve
 
 
@@ -65,7 +128,9 @@ def deletang_score(
     training length N + 1 to ``longest`` (M), and the per-length values it averages.
 
     Worked example: N = 2, M = 4 and accuracies {3: 1.0, 4: 0.5} -> score 0.75. The paper
-    takes N = 40, M = 500 (its 512 sequences, sub-batches of 64, are the defaults here).
+    takes N = 40, M = 500 (its 512 sequences, sub-batches of 64, are the defaults here). A
+    fit records the same number as ``range_ood/acc`` when its config asks for it (the
+    ``range_eval`` section of ``configs/deletang/*``; ``range_ood_longest`` is M).
     """
     first = datamodule.train_length + 1
     if longest < first:
