@@ -31,6 +31,7 @@ from lit_seq.fit.checkpoints import CHECKPOINTS, LAST, CheckpointError, check_fi
 from lit_seq.fit.scoring import RangeEval, length_curve, past_training_means, score
 from lit_seq.util.checks import BadInput
 from lit_seq.util.io import atomic_write_json
+from lit_seq.util.runtime import quiet_libraries
 
 CONFIG_FILE = "config.yaml"  # in a run folder: written by lit_seq.fit
 
@@ -177,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_libraries()
     args = build_parser().parse_args(argv)
     try:
         path, result = evaluate(

@@ -19,6 +19,7 @@ import torch
 from lit_seq.fit import BadInput, check_config
 from lit_seq.record import FitResult
 from lit_seq.results.markdown import markdown_table
+from lit_seq.util.runtime import quiet_libraries
 
 CHECKPOINTS = ("best", "last")
 
@@ -99,6 +100,7 @@ def format_table(result: dict[str, list[float | None]], span: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_libraries()
     parser = argparse.ArgumentParser(
         prog="python -m lit_seq.positions",
         description=__doc__,

@@ -55,7 +55,7 @@ def test_smoke_grid_end_to_end(smoke):
     aggregate = pd.read_parquet(out / "aggregate.parquet")
     assert list(aggregate["n"]) == [1, 1, 1]
     assert "test_len40/acc_mean" in aggregate.columns
-    assert (out / "aggregate.md").read_text().startswith("| cell | block |")
+    assert (out / "aggregate.md").read_text().startswith("# Aggregate: the main metrics per cell")
     assert (out / "plots" / "echo_arch.png").stat().st_size > 0
     assert "[3/3] ok" in result.stdout and "echo: acc" in result.stdout
 

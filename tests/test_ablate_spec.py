@@ -131,10 +131,9 @@ def test_shipped_grid_sizes(shipped):
     # 32 transformer ablation cells: 3 learning rates on 3 selection seeds + the 5 reported
     # seeds at the chosen one; 17 other cells x 5 seeds
     assert sizes["matrix"] == 32 * (3 * 3 + 5) + 17 * 5
-    # 12 transformer cells (2 tasks x 6 encodings) and 2 parity_check recurrent cells: 3
-    # rates on 3 selection seeds + 3 seeds; 2 modular recurrent cells at their shipped rate
-    # x 3 seeds
-    assert sizes["chomsky"] == 14 * (3 * 3 + 3) + 2 * 3
+    # 27 rows (9 tasks x RNN / LSTM / Transformer): their 3 rates on 3 selection seeds + the
+    # 10 reported seeds at the chosen one
+    assert sizes["chomsky"] == 27 * (3 * 3 + 10)
     assert sizes["pe_extrapolation"] == 3 * 7 * (3 * 3 + 5)  # 3 tasks x 7 encodings
 
 

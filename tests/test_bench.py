@@ -178,9 +178,10 @@ def test_the_pack_section_compares_packed_and_sequential_runs_of_one_family(tmp_
         ("echo", "rnn", 3),
     ]
     alone, packed = rows
-    assert alone["stacked_share"] == 0.0 and packed["stacked_share"] == 1.0  # K=3 really packed
-    assert alone["max_loss_diff"] == 0.0  # a pack of one is its solo run, step for step
-    assert packed["first_loss_diff"] < 1e-5 and result["passed"]
+    # float32: a population adds in another order than a solo run, by rounding only
+    assert alone["first_loss_diff"] < 1e-5 and packed["first_loss_diff"] < 1e-5
+    assert packed["float64_diff"] < 1e-9 and result["passed"]  # float64: its solo run
+    assert packed["loop_speedup"] > 0
     assert packed["solo_s"] > 0 and packed["speedup"] == pytest.approx(
         packed["solo_s"] / packed["packed_s"], rel=0.02
     )

@@ -75,7 +75,7 @@ def test_the_command_line_help_opens_with_them():
         timeout=120,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    head = result.stdout.splitlines()[:12]
+    head = result.stdout.splitlines()[:16]
     assert head[0] == "usage: python -m lit_seq.fit [--config FILE ...] [--SECTION.KEY VALUE ...]"
     assert any(line.split()[:1] == ["arch"] for line in head)
     assert "--optimizer" not in result.stdout  # the systems configure their own

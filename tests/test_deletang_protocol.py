@@ -34,8 +34,8 @@ PAPER_TASKS = {"parity_check", "modular_arithmetic", "even_pairs", "cycle_naviga
     "binary_addition",
 }
 # a paper-size config shrunk to seconds: width 16, one layer, batch 8, N = 8, test sets of 16
-# sequences at 8 and 16, and their score on 16 sequences a length in sub-batches of 8, asked
-# up to 24 and reaching 16: the longest test set sizes the positional tables (max_len)
+# sequences at 8 and 16, and their score over 9..24 on 16 sequences a length in sub-batches
+# of 8
 SMALL = (
     "--model.d_model=16",
     "--model.n_layers=1",
@@ -410,29 +410,33 @@ def test_deletang_configs_build_their_networks_and_protocol(config):
         assert hp.readout == "empty" and hp.label_smoothing == 0.0
     else:
         assert isinstance(built.model, Transduction)
-    # their score after testing, every length 41..160 reachable by the positional tables
+    # their score after testing: every length 41..160 (the longest test set), 512 each
     range_eval = RangeEval(**built.config.range_eval.as_dict())
     assert (range_eval.step, range_eval.n, range_eval.sub_batch) == (1, 512, 64)
-    assert range_eval.lengths(40, hp.max_len, 1, data.output_length)[-1] == 160
+    assert range_eval.lengths(40, built.model.length_limit, 1, data.output_length)[-1] == 160
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize(
-    ("config", "system"),
+    ("config", "system", "extra", "longest"),
     [
-        ("parity_check/transformer", SequenceClassification),
-        ("stack_manipulation/transformer", Transduction),
+        ("parity_check/transformer", SequenceClassification, (), 24),
+        # a learnable table of max_len = 16 + 17 positions (the longest test set and its
+        # appended outputs): the range stops at 16, where input and outputs fill it
+        ("stack_manipulation/transformer", Transduction, ("--model.pos_mode=learnable",), 16),
     ],
+    ids=["classification", "transduction"],
 )
-def test_a_deletang_config_of_each_system_trains_and_records_their_score(config, system, tmp_path):
+def test_a_deletang_config_of_each_system_trains_and_records_their_score(
+    config, system, extra, longest, tmp_path
+):
     """One config per system (the empty readout; the appended outputs), shrunk: it trains,
-    tests and records their score over 9..16 as ``range_ood/acc``. Asked up to 24, the
-    range stops where input and appended outputs fill the positional table: 16 + 17 = 33."""
-    small = (*SMALL, *SMALL_TRANSFORMER) if config.endswith("transformer") else SMALL
+    tests and records their score over 9..M as ``range_ood/acc`` and M."""
+    small = (*SMALL, *SMALL_TRANSFORMER, *extra)
     record = tiny_fit(DELETANG / f"{config}.yaml", tmp_path / "run", *small)
     assert (record.steps, record.task, record.system) == (6, config.split("/")[0], system.__name__)
     assert 0.0 <= record.metrics["test_len16/acc"] <= 1.0
-    assert sorted(map(int, record.curve["acc"])) == list(range(1, 17))
+    assert sorted(map(int, record.curve["acc"])) == list(range(1, longest + 1))
     past = [v for n, v in record.curve["acc"].items() if int(n) > 8]
-    assert record.range_ood_longest == 16
-    assert record.metrics["range_ood/acc"] == pytest.approx(sum(past) / 8, abs=1e-6)
+    assert record.range_ood_longest == longest
+    assert record.metrics["range_ood/acc"] == pytest.approx(sum(past) / (longest - 8), abs=1e-6)

@@ -13,6 +13,7 @@ import pytest
 from lit_seq.ablate.__main__ import main
 from lit_seq.ablate.folder import FINGERPRINT, check_out_dir, init_out_dir
 from lit_seq.ablate.grid import load_grid
+from lit_seq.fit.cli import resume_command
 from lit_seq.report import main as report_main
 from lit_seq.results.report import NoRecords, build_report
 from tests.helpers import REPO, SMOKE, driver, write_grid
@@ -161,8 +162,8 @@ def test_a_full_disk_stops_a_fit_in_one_line_and_the_resume_finishes_it(small_di
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stderr[-2000:]
     assert result.stderr.strip().splitlines()[-1] == (
-        f"lit_seq.fit: error: the disk holding {run_dir} is full; free space, then resume with "
-        f"--run_dir {run_dir} --ckpt_path last"
+        f"lit_seq.fit: error: the disk holding {run_dir} is full; free space, then resume with: "
+        f"{resume_command(run_dir)}"
     )
     assert "Traceback" not in result.stderr
     assert not (run_dir / "metrics.json").exists()

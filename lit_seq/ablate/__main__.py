@@ -39,7 +39,7 @@ from lit_seq.ablate.wandb_summary import log_summary
 from lit_seq.fit.wandb_modes import DEFAULT_PROJECT, WANDB_MODES, resolve_wandb_mode, wandb_target
 from lit_seq.record import RunRecord, read_records, write_record
 from lit_seq.results.report import build_report
-from lit_seq.util.runtime import disk_full
+from lit_seq.util.runtime import disk_full, quiet_libraries
 
 EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray}
 
@@ -255,6 +255,7 @@ def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_libraries()
     parser = build_parser()
     args = parser.parse_args(argv)
     ray_flags = (args.ray_address, args.ray_num_cpus, args.ray_num_gpus)

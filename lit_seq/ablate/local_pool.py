@@ -27,7 +27,14 @@ from lit_seq.ablate.packing import packs
 from lit_seq.ablate.run_one import failed_record, run_and_record, run_pack_and_record
 from lit_seq.ablate.spec import Run
 from lit_seq.record import RunRecord, read_record, record_path, write_record
-from lit_seq.util.runtime import QUIET_OPENMP, cpu_count, disk_full, gpu_devices, use_threads
+from lit_seq.util.runtime import (
+    QUIET_OPENMP,
+    cpu_count,
+    disk_full,
+    gpu_devices,
+    quiet_libraries,
+    use_threads,
+)
 
 # Workers that die before taking any run consume nothing, so a machine where workers cannot
 # start at all (a broken install, no memory) would restart them forever. After this many
@@ -67,6 +74,7 @@ def _die_with_parent(parent_pid: int) -> None:
 def worker_main(spec: WorkerSpec) -> None:
     """A worker process: take runs (a list: one run, or a pack) from the pipe until ``None``,
     send back their records."""
+    quiet_libraries()
     _die_with_parent(spec.parent_pid)
     # Ctrl-C is the driver's to handle: it kills the workers, and their runs rerun next time
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -36,6 +36,7 @@ from lit_seq.bench import datagen, grid, memory, overhead, pack, quality, utilis
 from lit_seq.bench.common import device_name, log  # noqa: E402
 from lit_seq.util.assets import PACKAGE_DIR  # noqa: E402
 from lit_seq.util.io import atomic_write_json  # noqa: E402
+from lit_seq.util.runtime import quiet_libraries
 
 # section -> (runner, the row fields its table shows)
 SECTIONS = {
@@ -208,6 +209,7 @@ def run_sections(args: argparse.Namespace, workdir: Path, console: Console) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_libraries()
     args = build_parser().parse_args(argv)
     console = Console()
     if not console.is_terminal:  # a log file: room for every column

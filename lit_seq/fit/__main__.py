@@ -16,9 +16,7 @@ job) or SIGINT stop a fit at a step boundary with ``last.ckpt`` saved there and 
 """
 
 import errno
-import logging
 import sys
-import warnings
 
 from lit_seq.fit.cli import build_cli, resume_command
 from lit_seq.fit.header import print_metrics
@@ -26,25 +24,7 @@ from lit_seq.fit.run import run
 from lit_seq.fit.signals import FitInterrupted
 from lit_seq.record import diverged_loss
 from lit_seq.util.checks import BadInput
-from lit_seq.util.runtime import disk_full
-
-
-def quiet_libraries() -> None:
-    """Silence what a fit's terminal does not need (process-wide: called by main() only)."""
-    # main() hands sys.argv over as ``args``, which is exactly what this warning is about
-    warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
-    # "Seed set to 0" on every run is noise; the seed is in the saved config
-    logging.getLogger("lightning.fabric.utilities.seed").setLevel(logging.WARNING)
-    # Lightning's info lines (GPU available, tips, "Restoring states from ..."): the header
-    # of a fit says what matters (fit_header), in five lines
-    logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
-    # the CSV log continues its file on a resume and a new folder holds only the lock:
-    # nothing is ever deleted, whatever this says
-    warnings.filterwarnings("ignore", message=".*Previous log files in this directory will be")
-    # lit_seq logs on exactly the steps that get written (SequenceSystem._written_this_step)
-    warnings.filterwarnings("ignore", message=".*is smaller than the logging interval")
-    # a deprecation inside Lightning itself (its _pytree), nothing a user can change
-    warnings.filterwarnings("ignore", message=".*isinstance\\(treespec, LeafSpec\\)")
+from lit_seq.util.runtime import disk_full, quiet_libraries
 
 
 def main() -> None:

@@ -13,9 +13,10 @@ computes exactly that with a system's own metric (``main_metric``: ``acc``) and 
 (``lit_seq.fit.scoring.length_curve``, whose ``range_ood/<metric>`` is this score when its
 ``range_eval`` asks for every length, 512 sequences and sub-batches of 64) and
 :func:`deletang_score` draw the same sequences from the same stream and score them alike, so
-the two agree to the last digit the record keeps. A transformer reads a length only if its
-positional table covers it with the appended output positions (``max_len``, linked from the
-data's longest test set): the range evaluation leaves longer lengths out.
+the two agree to the last digit the record keeps. A network with a length limit
+(``SequenceSystem.length_limit``: a learnable table, randomized positions) reads a length
+only if it covers the input and its appended output positions: the range evaluation leaves
+longer lengths out, and ``deletang_score`` must be given a ``longest`` within it.
 """
 
 import hashlib

@@ -6,8 +6,10 @@ OpenMP threads that spin while they wait make a busy machine crawl (measured 20x
 """
 
 import contextlib
+import logging
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 # OpenMP reads this when torch loads it: set it in the environment of a process to come
@@ -57,3 +59,22 @@ def disk_full(path: Path) -> bool:
         return shutil.disk_usage(path).free < DISK_FULL_BYTES
     except OSError:
         return False
+
+
+def quiet_libraries() -> None:
+    """Silence what a fit's terminal does not need. Process-wide: the commands call it in
+    their ``main()`` (fit, ablate and its workers, evaluate, positions, bench), never on import."""
+    # main() hands sys.argv over as ``args``, which is exactly what this warning is about
+    warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
+    # "Seed set to 0" on every run is noise; the seed is in the saved config
+    logging.getLogger("lightning.fabric.utilities.seed").setLevel(logging.WARNING)
+    # Lightning's info lines (GPU available, tips, "Restoring states from ..."): the header
+    # of a fit says what matters (fit_header), in five lines
+    logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
+    # the CSV log continues its file on a resume and a new folder holds only the lock:
+    # nothing is ever deleted, whatever this says
+    warnings.filterwarnings("ignore", message=".*Previous log files in this directory will be")
+    # lit_seq logs on exactly the steps that get written (SequenceSystem._written_this_step)
+    warnings.filterwarnings("ignore", message=".*is smaller than the logging interval")
+    # a deprecation inside Lightning itself (its _pytree), nothing a user can change
+    warnings.filterwarnings("ignore", message=".*isinstance\\(treespec, LeafSpec\\)")
