@@ -29,7 +29,7 @@ from lit_seq.systems.base import divergence
 
 
 class MemberRun:
-    """The run of member ``k`` of a population: its bookkeeping from scores to record.
+    """The run of one member of a population: its bookkeeping from scores to record.
 
     Args:
         cli: the member's fit, built (not run) by ``lit_seq.fit.build_cli``.
@@ -47,7 +47,7 @@ class MemberRun:
         self.steps = 0
         self.seconds = 0.0
         self.last_train_loss: float | None = None
-        self.done = False  # stopped updating (target, divergence, end of the population)
+        self.done = False  # stopped updating before the population ended (target, divergence)
 
     def start(self) -> None:
         """The header a solo fit prints, and config.yaml written as a solo fit writes it."""
