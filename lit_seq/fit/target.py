@@ -82,17 +82,27 @@ class StopAtTarget(L.Callback):
         if trainer.sanity_checking or self.reached is not None:
             return
         value = trainer.callback_metrics.get(self.target.metric)
-        if value is None or not self._hit(float(value)):
+        timer = next(c for c in trainer.callbacks if isinstance(c, TrainTimer))
+        seconds = timer.elapsed()
+        if self.observe(None if value is None else float(value), trainer.global_step, seconds):
+            trainer.should_stop = True
+
+    def observe(self, value: float | None, step: int, seconds: float) -> bool:
+        """Count one validation's ``value`` (at optimizer ``step``, training ``seconds``) into
+        the streak; True when the target holds now and the fit is to stop. What a solo fit's
+        hook does, and what a population does for each member (``lit_seq.population``)."""
+        if self.reached is not None:
+            return False
+        if value is None or not self._hit(value):
             self.streak, self.streak_start = 0, None
-            return
+            return False
         if self.streak == 0:
-            timer = next(c for c in trainer.callbacks if isinstance(c, TrainTimer))
-            self.streak_start = (trainer.global_step, round(timer.elapsed(), 3))
+            self.streak_start = (step, round(seconds, 3))
         self.streak += 1
         if self.streak >= self.target.consecutive:
             self.reached = self.streak_start
-            if self.target.stop:
-                trainer.should_stop = True
+            return self.target.stop
+        return False
 
     def state_dict(self) -> dict:
         return {"streak": self.streak, "streak_start": self.streak_start, "reached": self.reached}

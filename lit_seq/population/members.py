@@ -98,26 +98,11 @@ class MemberRun:
                 Path(self.best_path).unlink(missing_ok=True)
             self.best_score, self.best_path = val_loss, str(path)
         self.save(self.folder / LAST)
-        if self._target_holds(step, seconds, scores):
+        stopper = self.stopper
+        value = scores.get(stopper.target.metric) if stopper else None
+        if stopper is not None and stopper.observe(value, step, seconds):
             self.done = True
             return True
-        return False
-
-    def _target_holds(self, step: int, seconds: float, scores: dict) -> bool:
-        """StopAtTarget's streak, counted here (its own hook reads a solo Trainer)."""
-        stopper = self.stopper
-        if stopper is None or stopper.reached is not None:
-            return False
-        value = scores.get(stopper.target.metric)
-        if value is None or not stopper._hit(float(value)):
-            stopper.streak, stopper.streak_start = 0, None
-            return False
-        if stopper.streak == 0:
-            stopper.streak_start = (step, round(seconds, 3))
-        stopper.streak += 1
-        if stopper.streak >= stopper.target.consecutive:
-            stopper.reached = stopper.streak_start
-            return stopper.target.stop
         return False
 
     def finish(self, failure: BaseException | None = None) -> FitResult | BaseException:

@@ -25,8 +25,9 @@ from lit_seq.systems.base import OPTIMIZERS
 from lit_seq.systems.schedules import schedule_factor
 
 
-def _key(name: str) -> str:
-    return name.replace(".", "__")  # a parameter's name may not hold a dot
+def stacked_name(name: str) -> str:
+    """The key of a member parameter's stacked tensor (a module's key may not hold a dot)."""
+    return name.replace(".", "__")
 
 
 def member_hyper(system: SequenceSystem, total_steps: int) -> MemberHyper:
@@ -64,9 +65,9 @@ class PopulationSystem(L.LightningModule):
         super().__init__()
         self.members = nn.ModuleList(members)
         self.stacked = nn.ParameterDict(
-            {_key(n): nn.Parameter(t) for n, t in stack_weights(members).items()}
+            {stacked_name(n): nn.Parameter(t) for n, t in stack_weights(members).items()}
         )
-        self.names = {_key(n): n for n, _ in members[0].named_parameters()}
+        self.names = {stacked_name(n): n for n, _ in members[0].named_parameters()}
         self.clip_norm = clip_norm
         self.on_validation = on_validation
         self._val_sums: list[list] = []
@@ -83,7 +84,7 @@ class PopulationSystem(L.LightningModule):
         """Member ``k``'s system with its current weights (row k) copied in."""
         member = self.members[k]
         for name, param in member.named_parameters():
-            param.copy_(self.stacked[_key(name)][k])
+            param.copy_(self.stacked[stacked_name(name)][k])
         return member
 
     @property

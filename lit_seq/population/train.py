@@ -24,7 +24,7 @@ from lit_seq.fit.signals import FitInterrupted, StopOnSignal
 from lit_seq.population.loader import StackedLoader
 from lit_seq.population.members import MemberRun
 from lit_seq.population.stacked import unstackable
-from lit_seq.population.system import PopulationSystem, _key
+from lit_seq.population.system import PopulationSystem, stacked_name
 from lit_seq.record import FitResult
 
 # the trainer settings of a population: its members' (which must agree: population_key)
@@ -131,7 +131,7 @@ def member_checkpoint(trainer: L.Trainer, population: PopulationSystem, k: int) 
     steps = int(adam.steps[k])
     optimizer, schedule = member.build_optimizer(int(trainer.estimated_stepping_batches))
     for name, param in member.named_parameters():
-        state = adam.state.get(population.stacked[_key(name)])
+        state = adam.state.get(population.stacked[stacked_name(name)])
         if state:
             optimizer.state[param] = {
                 "step": torch.tensor(float(steps)),
