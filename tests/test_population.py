@@ -135,6 +135,8 @@ def test_auto_packs_only_the_families_measured_to_gain(tmp_path, monkeypatch):
         ("signal/rnn.yaml", "--model.init_args.bidirectional=true"),
         ("seq2seq/rnn.yaml", "--seed_everything=0"),  # the encoder-decoder's own nn.RNN
         ("signal/transformer.yaml", "--model.init_args.pos_mode=randomized"),
+        # a fixed curriculum's batch lengths come from each member's own shuffle
+        ("deletang/parity_check/rnn.yaml", "--data.init_args.sampling=fixed"),
     ],
 )
 def test_what_cannot_train_stacked_is_never_packed(config, override):
@@ -205,6 +207,28 @@ def test_a_member_trains_exactly_as_its_solo_run_in_float64(tmp_path, config):
     _, scored = evaluate(tmp_path / "m0")
     for key, value in scored["metrics"].items():
         assert value == pytest.approx(outcomes[0].metrics[key], abs=1e-6), key
+
+
+@pytest.mark.integration
+def test_fresh_batches_over_a_curriculum_train_as_a_population_equal_to_solo_runs(tmp_path):
+    # Delétang et al.'s protocol: batch s has one length, drawn from s alone, for every seed
+    small = [
+        "--data.init_args.length=8",
+        "--data.init_args.gen_factors=[2]",
+        "--data.init_args.n_val=64",
+        "--data.init_args.n_test=32",
+        "--range_eval.max_factor=2",
+        "--range_eval.step=4",
+        "--range_eval.n=32",
+    ]
+    config = "deletang/reverse_string/lstm.yaml"
+    lrs = ["--model.init_args.lr=0.0005", "--model.init_args.lr=0.0001"]
+    members = [_args(config, tmp_path / f"m{k}", k, lrs[k], *small) for k in range(2)]
+    assert pack_key(fit.check_config(members[0])) == pack_key(fit.check_config(members[1])) != ""
+    for k, outcome in enumerate(fit_population(members)):
+        solo = fit.cli_main(_args(config, tmp_path / f"s{k}", k, lrs[k], *small))
+        _assert_equal_runs(outcome, solo, tmp_path / f"m{k}", tmp_path / f"s{k}")
+        assert "range_ood/acc" in outcome.metrics
 
 
 @pytest.mark.integration

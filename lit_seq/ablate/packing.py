@@ -3,8 +3,8 @@
 Runs pack when they can be one population (``lit_seq.population``): same system, same model
 options except the optimizer's (learning rate, optimizer, weight decay, schedule, warm-up),
 same task options and batch size, same trainer settings, no dropout, no randomized positions,
-no curriculum, no bidirectional or fused recurrence outside a ``RecurrentBackbone`` (the
-recurrent encoder-decoder's) and no plug-in backbone. The seeds of a cell pack, and so do
+no curriculum over a fixed training set, no bidirectional or fused recurrence outside a
+``RecurrentBackbone`` (the recurrent encoder-decoder's) and no plug-in backbone. The seeds of a cell pack, and so do
 cells that differ only in learning rate. :func:`pack_key` says so per cell (built once, by
 the grid check).
 

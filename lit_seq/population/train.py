@@ -53,8 +53,10 @@ def why_not_population(cli) -> str:
         return "a plug-in backbone is not known to be stackable"
     if hp.get("pos_mode") == "randomized":
         return "randomized positions are drawn from one random stream in training"
-    if getattr(cli.datamodule, "curriculum", False):
-        return "the curriculum's batch lengths differ between members"
+    dm = cli.datamodule
+    if getattr(dm, "curriculum", False) and getattr(dm, "sampling", "fixed") != "fresh":
+        # fresh batches draw step s's length from s alone: every member meets the same one
+        return "the curriculum's batch lengths differ between members (fixed sampling)"
     return unstackable(cli.model.net)
 
 
