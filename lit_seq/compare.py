@@ -27,6 +27,7 @@ from lit_seq.results.compare import (
     CellNotFound,
     compare_cells,
     difference_lines,
+    find_cell,
     selection_notes,
 )
 from lit_seq.results.tables import aggregate_table, runs_table
@@ -51,44 +52,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-LISTED = 20  # cells listed when the words match none (all of them, when ambiguous)
-
-
-def _matches(word: str, parts: list[str]) -> bool:
-    """Whether ``word`` names one of a cell id's parts: the block name, ``axis=value`` (a
-    dotted axis by its last part too: ``dropout=0.1`` for ``model.dropout=0.1``) or a value
-    alone (``none`` for ``pos_mode=none``)."""
-    for part in parts:
-        key, _, value = part.partition("=")
-        if word in (part, value):
-            return True
-        wanted, eq, wanted_value = word.partition("=")
-        if eq and wanted_value == value and (key == wanted or key.endswith(f".{wanted}")):
-            return True
-    return False
-
-
-def resolve_cell(cells: list[str], words: str) -> str:
-    """The one cell of ``cells`` that ``words`` name (its id, or any subset of its block name
-    and axis values); CellNotFound listing the candidates when none or several match."""
-    if words in cells:
-        return words
-    matching = [c for c in cells if all(_matches(w, c.split("__")) for w in words.split())]
-    if len(matching) == 1:
-        return matching[0]
-    if matching:
-        listed = "".join(f"\n  {c}" for c in matching)
-        raise CellNotFound(
-            f"{words!r} matches {len(matching)} cells; add a value to pick one:{listed}"
-        )
-    more = f"\n  ... and {len(cells) - LISTED} more" if len(cells) > LISTED else ""
-    listed = "".join(f"\n  {c}" for c in cells[:LISTED])
-    raise CellNotFound(
-        f"{words!r} matches no cell; give a cell id, or words that each are its block name, an "
-        f"axis value or axis=value (a dotted axis by its last part). The cells:{listed}{more}"
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     records = list(read_records(args.dir).values())
@@ -100,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     metric = args.metric or f"test/{records[0].main_metric or 'acc'}"
     try:
         cells = list(aggregate["cell"])
-        a, b = resolve_cell(cells, args.a), resolve_cell(cells, args.b)
+        a, b = find_cell(cells, args.a), find_cell(cells, args.b)
         cell_a, cell_b, values_a, values_b, diff = compare_cells(runs, aggregate, a, b, metric)
     except CellNotFound as err:
         print(f"lit_seq.compare: error: {err}", file=sys.stderr)

@@ -3,8 +3,11 @@
     python -m lit_seq.report results/smoke
 
 Reads ``DIR/records/*.json`` and (re)writes ``runs.{csv,parquet,md}``,
-``aggregate.{csv,parquet,md}``, ``summary.md``, ``best.{csv,md}`` and ``plots/*.png`` in ``DIR``, then prints
-the summary (the main metric per task and cell).
+``aggregate.{csv,parquet,md}``, ``summary.md``, ``best.{csv,md}``, ``comparisons.{csv,md}``
+and ``plots/*.png`` in ``DIR``, then prints the summary (the main metric per task and cell).
+``--pairs FILE`` adds a results page's own comparisons (a YAML list of ``{a, b, metric}``,
+cells named as ``lit_seq.compare`` names them) to the grid's, under one BH adjustment; the
+page cites their rows (``python -m lit_seq.results.claims PAGE`` checks it does).
 The grid driver calls the same code when a grid ends, so both give identical tables.
 """
 
@@ -22,10 +25,16 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("dir", type=Path, help="output folder of a grid (holds records/)")
+    parser.add_argument(
+        "--pairs",
+        type=Path,
+        default=None,
+        help="YAML list of {a, b, metric}: a page's own comparisons, added to comparisons.*",
+    )
     args = parser.parse_args(argv)
     try:
-        build_report(args.dir)
-    except NoRecords as err:
+        build_report(args.dir, pairs=args.pairs)
+    except (NoRecords, ValueError) as err:
         print(f"lit_seq.report: error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -1,9 +1,16 @@
 """A report's comparisons table: a grid's own pairs, paired statistics, BH q and verdicts."""
 
+import re
+
 import pytest
 
 from lit_seq.record import RunRecord
-from lit_seq.results.comparisons import block_pairs, comparisons_markdown, comparisons_table
+from lit_seq.results.comparisons import (
+    block_pairs,
+    comparisons_markdown,
+    comparisons_table,
+    read_pairs,
+)
 from lit_seq.results.stats import bh_q_values
 from lit_seq.results.tables import aggregate_table, runs_table
 
@@ -71,9 +78,10 @@ def test_q_is_benjamini_hochberg_across_the_page_and_the_verdict_reads_q():
     text = comparisons_markdown(table)
     assert "verdict on BH q < 0.05 across this table" in text
     assert (
-        "| echo | b | residual=true | pos_mode | sinusoidal | none | range_ood/acc_ood | 6 |"
-        in text
+        '| <a id="c3"></a>C3 | echo | b | residual=true | pos_mode | sinusoidal | none '
+        "| range_ood/acc_ood | 6 |" in text
     )
+    assert list(table["id"]) == ["C1", "C2", "C3", "C4"]
 
 
 def test_a_page_with_more_comparisons_needs_a_smaller_p():
@@ -88,3 +96,45 @@ def test_a_page_with_more_comparisons_needs_a_smaller_p():
     page = comparisons_table(runs, aggregate, [pair, no_effect])
     assert list(page["q"]) == pytest.approx([0.0625, 1.0])
     assert list(page["verdict"]) == ["no difference detected"] * 2
+
+
+def test_a_pages_own_pairs_follow_the_grids_under_one_adjustment(tmp_path):
+    runs, aggregate = _tables()
+    (tmp_path / "pairs.yaml").write_text(
+        "- {a: 'residual=True none', b: 'residual=False sinusoidal', metric: range_ood/acc_ood}\n"
+    )
+    extra = read_pairs(tmp_path / "pairs.yaml", aggregate)
+    table = comparisons_table(runs, aggregate, block_pairs(runs, aggregate) + extra)
+    assert list(table["id"]) == ["C1", "C2", "C3", "C4", "C5"]
+    assert table["difference"].iloc[4] == pytest.approx(-0.30)  # 0.60 + 0.01 s -> 0.30 + 0.01 s
+    assert table["block"].iloc[4] == "(page)"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[{a: residual=True, b: pos_mode=none, metric: m}]", "matches 2 cells"),
+        ("[{a: sinusoidal, b: none}]", "keys must be exactly ['a', 'b', 'metric']"),
+        ("{a: x}", "a pairs file is a list"),
+    ],
+)
+def test_a_bad_pairs_file_is_one_line_naming_the_entry(tmp_path, text, problem):
+    _, aggregate = _tables()
+    (tmp_path / "pairs.yaml").write_text(text)
+    with pytest.raises(ValueError, match=re.escape(problem)) as caught:
+        read_pairs(tmp_path / "pairs.yaml", aggregate)
+    assert "\n" not in str(caught.value)
+
+
+def test_report_with_a_bad_pairs_file_is_one_line_and_writes_nothing(tmp_path, capsys):
+    from lit_seq.record import write_record
+    from lit_seq.report import main as report_main
+
+    out = tmp_path / "out"
+    for i, seed in enumerate([0, 1, 2]):
+        write_record(out, _record("none", True, seed, 0.5, i))
+    (tmp_path / "pairs.yaml").write_text("- {a: rotary, b: none, metric: range_ood/acc_ood}\n")
+    assert report_main([str(out), "--pairs", str(tmp_path / "pairs.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "entry 1: a: 'rotary' matches no cell" in err
+    assert not (out / "comparisons.csv").exists()

@@ -1,8 +1,9 @@
 """Two cells of a grid side by side: the paired difference of a metric over shared seeds.
 
-A cell is named by words that must all appear among the ``__``-separated parts of its id
-(the block name and ``axis=value`` pairs; a dotted key may be given by its last part,
-``start_marker=true`` for ``data.start_marker=true``), e.g. ``echo_pos pos_mode=none``;
+A cell is named by its id or by words that each name one of the ``__``-separated parts of
+its id (:func:`find_cell`: the block name, ``axis=value`` with a dotted key by its last part,
+``start_marker=true`` for ``data.start_marker=true``, or a value alone), e.g. ``echo_pos
+pos_mode=none`` or ``echo_pos none``;
 a ``select:`` block's cell is its group, the runs at the selected value standing for it.
 
 What ``lit_seq.compare`` prints below its per-seed table is :func:`difference_lines` (the
@@ -31,22 +32,42 @@ class CellNotFound(ValueError):
     """The words name no cell of the grid, or more than one."""
 
 
-def find_cell(aggregate: pd.DataFrame, words: str) -> str:
-    """The one cell id whose parts include every word of ``words``; CellNotFound else."""
-    wanted = words.split()
-    cells = list(aggregate["cell"])
+LISTED = 20  # cells listed when the words match none (all of them, when ambiguous)
+
+
+def _matches(word: str, parts: list[str]) -> bool:
+    """Whether ``word`` names one of a cell id's parts: the block name, ``axis=value`` (a
+    dotted axis by its last part too: ``dropout=0.1`` for ``model.dropout=0.1``) or a value
+    alone (``none`` for ``pos_mode=none``)."""
+    for part in parts:
+        key, _, value = part.partition("=")
+        if word in (part, value):
+            return True
+        wanted, eq, wanted_value = word.partition("=")
+        if eq and wanted_value == value and (key == wanted or key.endswith(f".{wanted}")):
+            return True
+    return False
+
+
+def find_cell(cells: list[str], words: str) -> str:
+    """The one cell of ``cells`` that ``words`` name (its id, or any subset of its block name
+    and axis values); CellNotFound listing the candidates when none or several match."""
     if words in cells:
         return words
-
-    def has(cell: str, word: str) -> bool:
-        return any(part == word or part.endswith(f".{word}") for part in cell.split("__"))
-
-    matches = [c for c in cells if all(has(c, w) for w in wanted)]
-    if len(matches) != 1:
-        some = matches[:5] if matches else cells[:5]
-        what = f"{len(matches)} cells match" if matches else "no cell matches"
-        raise CellNotFound(f"{words!r}: {what}; for example {some}")
-    return matches[0]
+    matching = [c for c in cells if all(_matches(w, c.split("__")) for w in words.split())]
+    if len(matching) == 1:
+        return matching[0]
+    if matching:
+        listed = "".join(f"\n  {c}" for c in matching)
+        raise CellNotFound(
+            f"{words!r} matches {len(matching)} cells; add a value to pick one:{listed}"
+        )
+    more = f"\n  ... and {len(cells) - LISTED} more" if len(cells) > LISTED else ""
+    listed = "".join(f"\n  {c}" for c in cells[:LISTED])
+    raise CellNotFound(
+        f"{words!r} matches no cell; give a cell id, or words that each are its block name, an "
+        f"axis value or axis=value (a dotted axis by its last part). The cells:{listed}{more}"
+    )
 
 
 def seed_values(runs: pd.DataFrame, cell: str, metric: str) -> dict[int, float]:
@@ -64,7 +85,8 @@ def compare_cells(
     runs: pd.DataFrame, aggregate: pd.DataFrame, a: str, b: str, metric: str
 ) -> tuple[str, str, dict[int, float], dict[int, float], PairedDifference]:
     """(cell a, cell b, a's values, b's values, b - a over their shared seeds)."""
-    cell_a, cell_b = find_cell(aggregate, a), find_cell(aggregate, b)
+    cells = list(aggregate["cell"])
+    cell_a, cell_b = find_cell(cells, a), find_cell(cells, b)
     values_a, values_b = seed_values(runs, cell_a, metric), seed_values(runs, cell_b, metric)
     return cell_a, cell_b, values_a, values_b, paired_difference(values_a, values_b)
 

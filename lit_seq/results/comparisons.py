@@ -10,19 +10,24 @@ holds: within a block, each cell against the cell that differs from it in one ax
 has that axis's first value in the grid (``pos_mode=none`` vs ``pos_mode=sinusoidal`` at
 the same ``residual``), on the task's score (:func:`lit_seq.results.best.score_column`: past
 the training length, past-N positions only for a per-step task). A page that quotes other
-comparisons passes its own pairs to :func:`comparisons_table`.
+comparisons lists them in a pairs file (:func:`read_pairs`; ``lit_seq.report DIR --pairs
+FILE``): they follow the block pairs in the same table, under the same BH adjustment, and the
+page cites their rows (``lit_seq.results.claims``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
+import yaml
 
 from lit_seq.results.best import score_column
-from lit_seq.results.compare import seed_values
+from lit_seq.results.compare import find_cell, seed_values
 from lit_seq.results.markdown import markdown_table
 from lit_seq.results.stats import bh_q_values, paired_difference, verdict
 
-COMPARISON_COLUMNS = ["task", "block", "held", "axis", "a", "b", "cell_a", "cell_b", "metric"]
+COMPARISON_COLUMNS = ["id", "task", "block", "held", "axis", "a", "b", "cell_a", "cell_b", "metric"]
 COMPARISON_COLUMNS += ["n", "mean_a", "mean_b", "difference", "ci_low", "ci_high", "p", "q"]
 COMPARISON_COLUMNS += ["verdict", "select_edge"]
 
@@ -72,6 +77,45 @@ def block_pairs(runs: pd.DataFrame, aggregate: pd.DataFrame) -> list[dict]:
     return pairs
 
 
+PAIR_KEYS = ("a", "b", "metric")
+
+
+def read_pairs(path: Path, aggregate: pd.DataFrame) -> list[dict]:
+    """A page's own comparisons from the YAML list at ``path``: ``{a: WORDS, b: WORDS,
+    metric: NAME}`` each, cells named as ``lit_seq.compare`` names them. ValueError (one
+    line: the file, the entry, the problem) for a bad entry or a cell that is not one."""
+    entries = yaml.safe_load(Path(path).read_text()) or []
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: a pairs file is a list of {{a, b, metric}}, got {entries!r}")
+    pairs = []
+    for i, entry in enumerate(entries):
+        where = f"{path}: entry {i + 1}"
+        if not isinstance(entry, dict) or set(entry) != set(PAIR_KEYS):
+            raise ValueError(f"{where}: keys must be exactly {list(PAIR_KEYS)}, got {entry!r}")
+        cells = {}
+        for side in ("a", "b"):
+            try:
+                cells[side] = find_cell(list(aggregate["cell"]), str(entry[side]))
+            except ValueError as err:
+                first = str(err).splitlines()[0]  # the cells it lists follow on more lines
+                raise ValueError(f"{where}: {side}: {first}") from None
+        row = aggregate.set_index("cell").loc[cells["a"]]
+        pairs.append(
+            {
+                "task": row["task"],
+                "block": "(page)",
+                "held": "",
+                "axis": "",
+                "a": entry["a"],
+                "b": entry["b"],
+                "cell_a": cells["a"],
+                "cell_b": cells["b"],
+                "metric": entry["metric"],
+            }
+        )
+    return pairs
+
+
 def comparisons_table(runs: pd.DataFrame, aggregate: pd.DataFrame, pairs: list[dict]):
     """One row per pair (``cell_a``, ``cell_b``, ``metric``, and any descriptive keys), with
     the statistics of b - a and BH q across all ``pairs``."""
@@ -101,6 +145,7 @@ def comparisons_table(runs: pd.DataFrame, aggregate: pd.DataFrame, pairs: list[d
             }
         )
     table = pd.DataFrame(rows).reindex(columns=COMPARISON_COLUMNS)
+    table["id"] = [f"C{i}" for i in range(1, len(table) + 1)]  # what a page cites
     table["q"] = bh_q_values([float(p) for p in table["p"]])
     table["verdict"] = [
         verdict(n, d, q)
@@ -115,7 +160,7 @@ def _signed(value: float) -> str:
 
 def comparisons_markdown(table: pd.DataFrame) -> str:
     """``table`` as one Markdown table (cell ids and the sweep flags: the CSV)."""
-    header = ["task", "block", "held", "axis", "a", "b", "metric", "n", "a mean", "b mean"]
+    header = ["row", "task", "block", "held", "axis", "a", "b", "metric", "n", "a mean", "b mean"]
     header += ["b - a [95% bootstrap]", "sign-flip p", "BH q", "verdict", "selected at sweep end"]
     body = []
     for _, row in table.iterrows():
@@ -124,6 +169,7 @@ def comparisons_markdown(table: pd.DataFrame) -> str:
             interval += f" [{_signed(row['ci_low'])}, {_signed(row['ci_high'])}]"
         body.append(
             [
+                f'<a id="{row["id"].lower()}"></a>{row["id"]}',
                 *(row[c] for c in ["task", "block", "held", "axis", "a", "b", "metric", "n"]),
                 row["mean_a"],
                 row["mean_b"],

@@ -12,7 +12,12 @@ from rich.console import Console
 
 from lit_seq.record import RECORDS, read_records
 from lit_seq.results.best import best_markdown, best_tables
-from lit_seq.results.comparisons import block_pairs, comparisons_markdown, comparisons_table
+from lit_seq.results.comparisons import (
+    block_pairs,
+    comparisons_markdown,
+    comparisons_table,
+    read_pairs,
+)
 from lit_seq.results.plots import write_plots
 from lit_seq.results.tables import aggregate_table, print_aggregate, runs_table, write_tables
 from lit_seq.util.io import atomic_write_text
@@ -23,11 +28,13 @@ class NoRecords(ValueError):
 
 
 def build_report(
-    out_dir: Path, console: Console | None = None
+    out_dir: Path, console: Console | None = None, pairs: Path | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
     """Write the tables and plots of ``out_dir``, print the summary; (runs, aggregate, plots).
 
-    NoRecords if there is no record, or if any record cannot be read.
+    ``pairs``: a page's own comparisons (``comparisons.read_pairs``), added to the grid's.
+    NoRecords if there is no record, or if any record cannot be read; ValueError for a bad
+    pairs file (before anything is written).
     """
     unreadable: list[Path] = []
     by_id = read_records(out_dir, unreadable)
@@ -42,11 +49,12 @@ def build_report(
         raise NoRecords(f"{str(out_dir)!r} holds no run records ({RECORDS}/*.json)")
     runs = runs_table(records)
     aggregate = aggregate_table(runs)
+    extra = read_pairs(pairs, aggregate) if pairs else []
     write_tables(out_dir, runs, aggregate)
     best = best_tables(runs, aggregate)
     atomic_write_text(Path(out_dir) / "best.csv", best.to_csv(index=False))
     atomic_write_text(Path(out_dir) / "best.md", best_markdown(best))
-    comparisons = comparisons_table(runs, aggregate, block_pairs(runs, aggregate))
+    comparisons = comparisons_table(runs, aggregate, block_pairs(runs, aggregate) + extra)
     atomic_write_text(Path(out_dir) / "comparisons.csv", comparisons.to_csv(index=False))
     atomic_write_text(Path(out_dir) / "comparisons.md", comparisons_markdown(comparisons))
     plots = write_plots(out_dir, runs, by_id)
