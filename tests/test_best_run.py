@@ -170,11 +170,15 @@ def test_a_per_step_task_is_ranked_and_scored_past_n_and_ties_are_listed_and_bro
     assert "its cell: mean [95% bootstrap]" in text
 
 
-def test_without_a_range_evaluation_a_per_step_task_is_scored_on_its_longest_acc_ood():
+def test_without_a_range_evaluation_a_task_is_scored_on_its_longest_test_set():
     def metrics(*names: str) -> pd.DataFrame:
         return pd.DataFrame({name: [0.5] for name in names})
 
     per_step = metrics("test/acc", "test_len128/acc_ood", "test_len40/acc_ood", "test_len40/acc")
     assert score_column(per_step, "acc") == "test_len128/acc_ood"  # by length, not by text
-    assert score_column(metrics("test/acc", "test_len40/acc"), "acc") == "test/acc"
+    # one label per sequence (no acc_ood): the whole longer sequence is past N
+    label = metrics("test/acc", "test_len40/acc", "test_len128/acc")
+    assert score_column(label, "acc") == "test_len128/acc"
+    assert score_column(metrics("test/exact", "test_len20/exact"), "exact") == "test_len20/exact"
+    assert score_column(metrics("test/acc"), "acc") == "test/acc"  # nothing past N
     assert score_column(metrics("test/exact", "range_ood/exact"), "exact") == "range_ood/exact"

@@ -2,6 +2,7 @@
 
 import re
 
+import pandas as pd
 import pytest
 
 from lit_seq.record import RunRecord
@@ -138,3 +139,20 @@ def test_report_with_a_bad_pairs_file_is_one_line_and_writes_nothing(tmp_path, c
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "entry 1: a: 'rotary' matches no cell" in err
     assert not (out / "comparisons.csv").exists()
+
+
+# a results page's pairs file -> the grid whose cells it names
+PAIRS_FILES = {"docs/results/matrix_pairs.yaml": "matrix.yaml"}
+
+
+@pytest.mark.parametrize(("pairs", "grid"), PAIRS_FILES.items())
+def test_every_shipped_pairs_file_names_cells_of_its_grid(pairs, grid):
+    from lit_seq.ablate.spec import expand, load_spec
+    from lit_seq.util.assets import GRID_DIR
+    from tests.helpers import REPO
+
+    cells = sorted({run.cell for run in expand(load_spec(GRID_DIR / grid))})
+    aggregate = pd.DataFrame(
+        {"cell": cells, "task": [c.split("task=")[1].split("__")[0] for c in cells]}
+    )
+    assert len(read_pairs(REPO / pairs, aggregate)) > 0

@@ -19,7 +19,8 @@ task (one output per position, main metric ``acc``) ``range_ood/acc_ood``, the p
 past the training length averaged over the range evaluation's lengths (an ``acc`` over a
 longer sequence would also count its first N positions), or without a range evaluation
 the longest test set's ``acc_ood``; for one label per sequence (or ``exact``)
-``range_ood/<main>`` (Delétang's score), or without a range evaluation ``test/<main>``.
+``range_ood/<main>`` (Delétang's score), or without a range evaluation the longest test
+set's ``<main>`` (seq2seq: ``test_len20/exact``).
 Every ok run of the group counts, the ones a ``select:`` block did not report included: a
 group's rows are all the models trained for it. The mean and 95% bootstrap interval over
 seeds beside it come from the aggregate (the cell holding the best-by-validation run),
@@ -50,19 +51,25 @@ def score_column(runs: pd.DataFrame, main: str) -> str:
     """The column ``runs`` are scored on: past the training length where they have it.
 
     A per-step task (main ``acc``, with ``acc_ood``): ``range_ood/acc_ood``, else the
-    longest test set's ``acc_ood``. Otherwise ``range_ood/<main>``, else ``test/<main>``.
+    longest test set's ``acc_ood``. A sequence-level score (one label or one exact match per
+    sequence: no ``acc_ood``): ``range_ood/<main>``, else the longest test set's ``<main>``,
+    else ``test/<main>`` (no test set past the training length).
     """
     known = [c for c in runs.columns if "/" in c and runs[c].notna().any()]
-    if main == "acc":
-        longest = sorted(
-            (int(m.group(1)), c) for c in known if (m := re.fullmatch(r"test_len(\d+)/acc_ood", c))
-        )
-        past_n = [f"{RANGE_OOD}/acc_ood", *(c for _, c in longest[-1:])]
-        for column in past_n:
+
+    def longest(metric: str) -> list[str]:
+        pattern = rf"test_len(\d+)/{re.escape(metric)}"
+        found = sorted((int(m.group(1)), c) for c in known if (m := re.fullmatch(pattern, c)))
+        return [c for _, c in found[-1:]]
+
+    if main == "acc":  # per-step when it has acc_ood: past-N positions only
+        for column in [f"{RANGE_OOD}/acc_ood", *longest("acc_ood")]:
             if column in known:
                 return column
-    column = f"{RANGE_OOD}/{main}"
-    return column if column in known else f"test/{main}"
+    for column in [f"{RANGE_OOD}/{main}", *longest(main)]:
+        if column in known:
+            return column
+    return f"test/{main}"
 
 
 def _group_of(runs: pd.DataFrame) -> pd.Series:
