@@ -13,8 +13,9 @@ per gen factor, is scored by the system's own metrics (``SequenceSystem.test_met
 
 Sinusoidal, rotary, alibi, relative and no positions, and the recurrent backbones, read any
 length. A learnable table (``max_len`` trained rows) and randomized positions (drawn from
-[0, max_len)) do not: longer lengths are refused in one line naming the encoding, its
-``max_len`` and the longest factor that fits. Exit codes: 0 scored, 2 bad input.
+[0, max_len), or [0, pos_range) when given) do not: longer lengths are refused in one line
+naming the encoding, its limit and the longest factor that fits. Exit codes: 0 scored, 2
+bad input.
 """
 
 import argparse
@@ -28,7 +29,13 @@ from rich.table import Table
 
 from lit_seq.fit import check_config
 from lit_seq.fit.checkpoints import CHECKPOINTS, LAST, CheckpointError, check_fits, read_checkpoint
-from lit_seq.fit.scoring import RangeEval, length_curve, past_training_means, score
+from lit_seq.fit.scoring import (
+    RangeEval,
+    context_floors,
+    length_curve,
+    past_training_means,
+    score,
+)
 from lit_seq.util.checks import BadInput
 from lit_seq.util.io import atomic_write_json
 from lit_seq.util.runtime import quiet_libraries
@@ -73,7 +80,8 @@ def load_system(config_class: str, checkpoint_path: Path):
 
 def check_lengths(system, datamodule, gen_factors: list[int]) -> None:
     """BadInput unless the network reads sequences of every test length (a learnable table
-    or randomized positions read at most the training run's ``max_len``)."""
+    or randomized positions read at most the training run's ``max_len``, randomized ones
+    given ``pos_range`` at most that)."""
     limit = system.length_limit  # None: any length
     longest = max(datamodule.test_lengths)
     if limit is None or longest <= limit:
@@ -104,14 +112,16 @@ def evaluate(
     config = run_dir / CONFIG_FILE
     if not config.is_file():
         raise BadInput(f"run={str(run)!r}: {str(config)!r} does not exist; is it a run folder?")
-    # max_len=null: the model built here is dropped (the checkpoint's rules), so a max_len
-    # given at training may not refuse the longer test sets asked for now
+    # max_len and pos_range null: the model built here is dropped (the checkpoint's rules),
+    # so a max_len or pos_range given at training may not refuse the longer test sets asked
+    # for now (check_lengths refuses them by the checkpoint's own limit)
     args = [
         "--config",
         str(config),
         "--wandb=off",
         "--ckpt_path=null",
         "--model.init_args.max_len=null",
+        "--model.init_args.pos_range=null",
     ]
     if gen_factors is not None:
         args.append(f"--data.init_args.gen_factors={list(gen_factors)}")
@@ -147,6 +157,7 @@ def evaluate(
         "test_lengths": datamodule.test_lengths,
         "main_metric": system.main_metric,
         "chance": system.chance_level,
+        "context_floor": context_floors(datamodule, curve),
         "metrics": metrics,
         "curve": curve,
     }

@@ -76,6 +76,10 @@ class FitResult:
     # curve; Delétang et al.'s score with range_eval step 1); None without a range evaluation
     range_ood_longest: int | None = None
     chance: float | None = None  # the main metric of a guess (1 / classes), when known
+    # length (as text) -> the task's context floor there, at every test and curve length:
+    # the accuracy of answering from the input without doing the task, where that beats
+    # chance (associative_recall: 1 / pairs in context); {} for the other tasks
+    context_floor: dict[str, float] = field(default_factory=dict)
     # where the numbers came from (lit_seq.util.environment): per-seed values can differ
     # between machines, verdicts over seeds should not; "" / None in records made before
     lit_seq_commit: str = ""  # short commit of the lit_seq checkout, "" outside one
@@ -131,6 +135,10 @@ class RunRecord(FitResult):
     select_group: str = ""
     select_seeds: list[int] = field(default_factory=list)  # the seeds the values compete on
     select_from: list = field(default_factory=list)  # a run that took the value selected
+    select_reason: str = ""  # the block's select.sweep_reason: why its sweep is what it is
+    # 0: a value the grid lists; k >= 1: added k geometric steps past the end of the sweep
+    # its group's winner sat at (select.extend, lit_seq.ablate.extension)
+    select_extension: int = 0
     worker: str = ""  # who ran it: local-<i>:<pid> or ray-<ip>:<pid>
     status: str = "failed"  # ok | failed
     error: str = ""  # one line, for failed runs

@@ -14,7 +14,8 @@ from lit_seq.results.selection import choose_value, sweep_end
 from lit_seq.results.tables import aggregate_table, runs_table, summary_markdown
 from tests.helpers import write_grid
 
-SELECT = {"axis": "lr", "seeds": [100, 101, 102]}
+# two rates keep these tests small; a real grid sweeps 4 spanning 30x or says why not
+SELECT = {"axis": "lr", "seeds": [100, 101, 102], "sweep_reason": "two rates: a small test"}
 
 
 def _spec(select: dict, seeds=(0, 1, 2)) -> dict:
@@ -62,11 +63,68 @@ def test_selection_seeds_compete_and_the_grid_seeds_wait_for_the_winner():
         ),
         ({"axis": "lr", "metric": "test/acc", **SELECT}, r"select.metric='test/acc' must be"),
         ({"axis": "lr", "by": "x"}, r"unknown key 'by'"),
+        ({**SELECT, "sweep_reason": " "}, r"select.sweep_reason=' ' must be a sentence saying"),
+        ({**SELECT, "sweep_reason": 3}, r"select.sweep_reason=3 must be a sentence"),
+        ({**SELECT, "extend": -1}, r"select.extend=-1 must be an integer >= 0: how many values"),
+        ({**SELECT, "extend": True}, r"select.extend=True must be an integer >= 0"),
+        ({**SELECT, "extend": "2"}, r"select.extend='2' must be an integer >= 0"),
     ],
 )
 def test_a_bad_select_is_one_line(select, expected):
     with pytest.raises(BadGrid, match=expected):
         _spec(select)
+
+
+def _sweep(axis: str, values: list, **select) -> dict:
+    """A one-block grid selecting ``axis`` among ``values`` (the rest of select: as given)."""
+    axes = {"task": ["echo"], "arch": ["transformer"], axis: values}
+    select = {"axis": axis, "seeds": [100, 101, 102], **select}
+    return parse_spec(
+        {"name": "g", "seeds": [0], "blocks": [{"name": "b", "axes": axes, "select": select}]}
+    )
+
+
+@pytest.mark.parametrize(
+    ("rates", "expected"),
+    [
+        (  # three rates, however wide
+            [0.0001, 0.001, 0.01],
+            "grid: block 'b': axes.lr=[0.0001, 0.001, 0.01] has 3 values spanning 100x; a select: "
+            "block sweeps at least 4 learning rates spanning at least 30x (max/min), e.g. "
+            "[0.0001, 0.0003, 0.001, 0.003], or states why not in select.sweep_reason",
+        ),
+        (  # four rates within 10x
+            [0.001, 0.002, 0.005, 0.01],
+            "grid: block 'b': axes.lr=[0.001, 0.002, 0.005, 0.01] has 4 values spanning 10x; a "
+            "select: block sweeps at least 4 learning rates spanning at least 30x (max/min), "
+            "e.g. [0.001, 0.003, 0.01, 0.03], or states why not in select.sweep_reason",
+        ),
+    ],
+)
+def test_a_narrow_learning_rate_sweep_is_refused_in_one_line(rates, expected):
+    with pytest.raises(BadGrid) as err:
+        _sweep("lr", rates)
+    assert str(err.value) == expected
+
+
+def test_a_narrow_sweep_with_its_reason_is_accepted_and_every_run_carries_the_reason():
+    reason = "Deletang et al.'s own three rates"
+    runs = expand(_sweep("lr", [0.0001, 0.0003, 0.0005], sweep_reason=reason))
+    assert {r.select_reason for r in runs} == {reason}
+    wide = expand(_sweep("lr", [0.0001, 0.0003, 0.001, 0.003]))  # the default: no reason needed
+    assert {r.select_reason for r in wide} == {""} and wide[0].select_extend == 0
+    assert expand(_sweep("lr", [0.00001, 0.00003, 0.0001, 0.0003]))  # 30x, 29.99.. in binary
+
+
+def test_the_sweep_rule_is_about_learning_rates_and_extend_needs_numbers():
+    assert _sweep("pos_mode", ["none", "rotary"])["blocks"][0]["select"]["extend"] == 0
+    assert _sweep("dropout", [0.0, 0.1])["blocks"][0]["select"]["sweep_reason"] == ""
+    with pytest.raises(
+        BadGrid,
+        match=r"select.extend=1 steps the pos_mode sweep geometrically, "
+        r"so axes.pos_mode must be positive numbers, got \['none', 'rotary'\]",
+    ):
+        _sweep("pos_mode", ["none", "rotary"], extend=1)
 
 
 def test_choose_value_worked_example_and_failed_values_are_not_eligible():
@@ -154,6 +212,21 @@ def test_a_lucky_selection_seed_does_not_move_the_reported_mean(lucky):
     assert row["select_edge"] == ""  # 0.003 lies inside 0.001..0.01
 
 
+def test_the_reason_a_grid_gives_for_its_sweep_is_printed_beside_the_choice():
+    records = _grid(0.3)
+    for record in records:
+        record.select_reason = "Deletang et al.'s own three rates"
+    aggregate = aggregate_table(runs_table(records))
+    assert aggregate.iloc[0]["selected"] == (
+        "lr=0.003 by mean val/acc on seeds 100 101 102 (not among the reported); "
+        "sweep reason: Deletang et al.'s own three rates"
+    )
+    assert "sweep reason: Deletang et al.'s own three rates" in summary_markdown(aggregate)
+    # a record written before these fields existed reads as no reason, no extension
+    old = RunRecord.from_json({"run_id": "x", "select_group": "b", "select_from": [0.01]})
+    assert (old.select_reason, old.select_extension) == ("", 0)
+
+
 def test_an_old_grid_that_chose_on_a_reported_seed_reports_the_others():
     """Records of the old rule (seed 0 chose, seeds 1-2 waited): seed 0's lucky run at the
     winner is no longer in the mean."""
@@ -192,7 +265,8 @@ def test_a_grid_selects_on_its_selection_seeds_and_runs_its_seeds_at_the_winner(
     grid = write_grid(
         tmp_path,
         "sel",
-        "seeds: [0]\nblocks:\n  - name: b\n    select: {axis: lr, seeds: [100, 101, 102]}\n"
+        "seeds: [0]\nblocks:\n  - name: b\n    select: {axis: lr, seeds: [100, 101, 102], "
+        "sweep_reason: two rates keep the test fast}\n"
         "    axes: {task: [echo], arch: [rnn], lr: [0.00001, 0.03]}\n",
     )
     out = tmp_path / "out"

@@ -128,13 +128,13 @@ def test_shipped_grid_sizes(shipped):
     sizes = {name: len(runs) for name, (_, runs) in shipped.items()}
     assert sizes["smoke"] <= 4
     assert sizes["arch"] == 24 and sizes["pos_mode"] == 8 * 7 and sizes["readout"] == 3
-    # 32 transformer ablation cells: 3 learning rates on 3 selection seeds + the 5 reported
-    # seeds at the chosen one; 17 other cells x 5 seeds
-    assert sizes["matrix"] == 32 * (3 * 3 + 5) + 17 * 5
+    # 34 cells that select: 4 learning rates on 3 selection seeds + the 10 reported seeds at
+    # the chosen one; the 5 SPEC cells x 10 seeds
+    assert sizes["matrix"] == 34 * (4 * 3 + 10) + 5 * 10
     # 27 rows (9 tasks x RNN / LSTM / Transformer): their 3 rates on 3 selection seeds + the
     # 10 reported seeds at the chosen one
     assert sizes["chomsky"] == 27 * (3 * 3 + 10)
-    assert sizes["pe_extrapolation"] == 3 * 7 * (3 * 3 + 5)  # 3 tasks x 7 encodings
+    assert sizes["pe_extrapolation"] == 3 * 7 * (4 * 3 + 10)  # 3 tasks x 7 encodings
 
 
 def test_chomsky_grid_keeps_deletangs_lengths(shipped):

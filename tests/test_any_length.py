@@ -76,3 +76,75 @@ def test_a_max_len_shorter_than_the_data_is_refused_in_one_line(tmp_path):
         "follow the data"
     )
     assert not (tmp_path / "run").exists()  # refused before a run folder is made
+
+
+# ---- randomized positions from a fixed range (pos_range) ------------------------------------
+
+ECHO = REPO / "configs" / "echo" / "transformer.yaml"  # N 10
+
+
+def _randomized_echo(*args: str):
+    base = ["--config", str(ECHO), "--model.pos_mode=randomized", "--model.dropout=0.0"]
+    return check_config([*base, *args]).model
+
+
+def _training_draws(system, seed: int) -> tuple[list[torch.Tensor], torch.Tensor]:
+    """The positions of three training forwards from ``seed``, and a training forward."""
+    system.train()
+    torch.manual_seed(seed)
+    draws = [system.net.backbone.pos.positions(10) for _ in range(3)]
+    torch.manual_seed(seed)
+    return draws, system.net(torch.ones(2, 10, 1))
+
+
+def test_a_fixed_pos_range_trains_the_same_whatever_the_test_lengths():
+    short = _randomized_echo("--data.gen_factors=[2]", "--model.pos_range=64")  # tests to 20
+    long = _randomized_echo("--data.gen_factors=[2, 4]", "--model.pos_range=64")  # to 40
+    assert (short.hparams.max_len, long.hparams.max_len) == (20, 40)
+    (a, out_a), (b, out_b) = _training_draws(short, 3), _training_draws(long, 3)
+    assert all(torch.equal(p, q) for p, q in zip(a, b, strict=True))
+    assert torch.equal(out_a, out_b)  # the same training forward, positions and weights
+    short.eval(), long.eval()
+    assert torch.equal(short.net.backbone.pos.positions(10), long.net.backbone.pos.positions(10))
+    # without it the range is the longest test length, and the draws move with it
+    moved = _training_draws(_randomized_echo("--data.gen_factors=[2]"), 3)[0]
+    assert not all(torch.equal(p, q) for p, q in zip(moved, a, strict=True))
+
+
+def test_pos_range_positions_lie_in_it_and_use_it():
+    enc = build_positional("randomized", d_model=8, max_len=12, pos_range=64).train()
+    torch.manual_seed(0)
+    draws = torch.stack([enc.positions(12) for _ in range(50)])  # (50, 12)
+    assert int(draws.min()) >= 0 and int(draws.max()) < 64
+    assert int(draws.max()) >= 12  # past max_len: the range is pos_range's
+    assert position_limit(enc) == 64
+
+
+def test_pos_range_errors_are_one_line():
+    enc = build_positional("randomized", d_model=8, max_len=12, pos_range=16)
+    assert torch.equal(enc.positions(16).sort().values, torch.arange(16))  # T = L: all of them
+    with pytest.raises(ValueError) as err:
+        enc.positions(17)
+    assert str(err.value) == (
+        "sequence length 17 exceeds pos_mode='randomized''s range of pos_range=16 positions "
+        "(it draws them from [0, 16)); raise pos_range to at least 17 (before training: its "
+        "range is what it trained on)"
+    )
+    with pytest.raises(ValueError, match=r"^pos_range=8 is shorter than .* max_len=12; give "):
+        build_positional("randomized", d_model=8, max_len=12, pos_range=8)
+    with pytest.raises(ValueError, match=r"pos_range must be an integer >= 1 \(or null"):
+        SequenceClassification(in_features=1, out_features=3, pos_range=0)
+    with pytest.raises(ValueError, match=r"^pos_range=64 only applies to arch='transformer'"):
+        SequenceClassification(in_features=1, out_features=3, arch="lstm", pos_range=64)
+
+
+def test_a_system_reads_up_to_its_pos_range_less_the_positions_it_adds():
+    def system(**options):
+        return SequenceClassification(
+            in_features=1, out_features=3, max_len=16, d_model=8, n_layers=1, **options
+        )
+
+    assert system(pos_mode="randomized", pos_range=64).length_limit == 64
+    assert system(pos_mode="randomized", pos_range=64, readout="cls").length_limit == 64 - 1
+    assert system(pos_mode="randomized", readout="cls").length_limit == 16  # max_len's, as before
+    assert system(pos_mode="sinusoidal", pos_range=64).length_limit is None  # only randomized

@@ -12,6 +12,7 @@ from tests.helpers import REPO, tiny_fit
 
 SIGNAL = REPO / "configs" / "signal" / "transformer.yaml"  # sinusoidal: any length
 ECHO_RNN = REPO / "configs" / "echo" / "rnn.yaml"  # no positional table
+SUM_MOD = REPO / "configs" / "sum_mod" / "transformer.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +83,18 @@ def test_a_max_len_given_at_training_is_kept_and_evaluates_within_it(tmp_path):
     )
     _, result = evaluate(run_dir, gen_factors=[8])  # 512 <= 600: within the table it asked for
     assert "test_len512/acc" in result["metrics"]
+
+
+@pytest.mark.integration
+def test_randomized_positions_given_a_pos_range_evaluate_up_to_it(tmp_path):
+    run_dir = tmp_path / "run"
+    tiny_fit(
+        SUM_MOD, run_dir, "--model.init_args.pos_mode=randomized", "--model.init_args.pos_range=200"
+    )  # N 20, tests to 80: without pos_range its range would end there
+    _, result = evaluate(run_dir, gen_factors=[8])  # 160 < 200
+    assert "test_len160/acc_ood" in result["metrics"] and result["context_floor"] == {}
+    with pytest.raises(BadInput, match=r"range of pos_range=200 .*at most factor 10 for this"):
+        evaluate(run_dir, gen_factors=[16])
 
 
 @pytest.mark.integration

@@ -179,3 +179,36 @@ def test_a_full_disk_stops_a_fit_in_one_line_and_the_resume_finishes_it(small_di
     )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert json.loads((run_dir / "metrics.json").read_text())["steps"] == 40
+
+
+def test_a_digest_ignores_options_at_none_so_a_new_null_option_keeps_a_folder_resumable():
+    from lit_seq.ablate.grid import config_digest
+    from lit_seq.fit import check_config
+
+    config = check_config(["--config", "configs/echo/rnn.yaml"]).config
+    before = config_digest(config)
+    newer = config.clone()
+    newer.model.init_args["an_option_added_later"] = None  # its default: the old behaviour
+    assert config_digest(newer) == before
+    newer.model.init_args["an_option_added_later"] = 4  # set: the run computes otherwise
+    assert config_digest(newer) != before
+
+
+def test_report_of_a_grid_still_on_its_selection_seeds_has_no_cells_yet(tmp_path):
+    from lit_seq.record import RunRecord, write_record
+
+    out = tmp_path / "out"
+    for i, seed in enumerate([100, 101]):
+        write_record(
+            out,
+            RunRecord(
+                run_id=f"b__lr=0.01__seed={seed}", block="b", cell="b__lr=0.01", task="echo",
+                arch="rnn", axes={"lr": 0.01}, axis_order=["lr"], seed=seed, status="ok",
+                main_metric="acc", metrics={"test/acc": 0.5}, select_axis="lr",
+                select_metric="val/acc", select_group="b__lr=selected", select_seeds=[100, 101],
+                index=i,
+            ),
+        )  # fmt: skip
+    runs, aggregate, _ = build_report(out)
+    assert len(runs) == 2 and aggregate.empty
+    assert "Nothing to test" in (out / "comparisons.md").read_text()

@@ -36,6 +36,7 @@ def make_backbone(arch: str, *, causal: bool = False, max_len: int = 32, **overr
         d_ff=16,
         dropout=0.0,
         pos_mode="sinusoidal",
+        pos_range=None,
         residual=True,
         bidirectional=False,
     )

@@ -25,6 +25,7 @@ def make_backbone(arch: str, *, causal: bool = False, **overrides):
         d_ff=16,
         dropout=0.0,
         pos_mode="sinusoidal",
+        pos_range=None,
         residual=True,
         bidirectional=False,
     )

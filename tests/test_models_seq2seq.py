@@ -27,6 +27,7 @@ def make_seq2seq(arch: str, *, share_embeddings: bool = True, **overrides):
         d_ff=32,
         dropout=0.0,
         pos_mode="sinusoidal",
+        pos_range=None,
         residual=True,
         bidirectional=False,
     )
@@ -124,6 +125,7 @@ def random_decoder_case(pos_mode: str, residual: bool, share: bool):
         d_ff=64,
         dropout=0.1,  # eval mode: must not matter
         pos_mode=pos_mode,
+        pos_range=None,
         residual=residual,
         bidirectional=False,
     )

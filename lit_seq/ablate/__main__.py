@@ -10,6 +10,9 @@ Results go to ``--out`` (default ``results/<grid name>``): one record per run, t
 tables (runs / aggregate as CSV, Parquet, Markdown) and plots; ``python -m lit_seq.report
 DIR`` rebuilds those from the records. Finished runs are skipped on a re-run; failed or
 interrupted ones run again, with either executor. A folder made by a different grid is refused.
+A ``select:`` block runs its values on its selection seeds first, then the grid's seeds at the
+winner; with ``select.extend: N`` a winner at an end of the sweep first adds the next value
+past it (up to N), run like any other (``--dry-run`` lists the values that may come).
 W&B project and entity, first found wins: --wandb-project / --wandb-entity, the grid's
 ``wandb: {project: P, entity: E}``, WANDB_PROJECT / WANDB_ENTITY, the default (lit_seq).
 Exit codes: 0 every run ok, 1 some run failed, 2 bad input (nothing trained or touched).
@@ -24,6 +27,7 @@ from pathlib import Path
 from rich.console import Console
 
 from lit_seq.ablate.common import BadGrid
+from lit_seq.ablate.extension import describe, extend_sweeps, sweeps
 from lit_seq.ablate.folder import check_out_dir, init_out_dir, lock_out_dir
 from lit_seq.ablate.grid import load_grid
 from lit_seq.ablate.jobs import Executor, GridJob, RayOptions
@@ -62,7 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", type=Path, help="output folder (default results/<grid name>)")
     parser.add_argument("--workers", type=_workers, default=1, help="parallel runs (default 1)")
-    parser.add_argument("--dry-run", action="store_true", help="list the runs, train nothing")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the runs (and the values a select: extend may add), train nothing",
+    )
     parser.add_argument(
         "--pack",
         choices=PACK_MODES,
@@ -137,6 +145,10 @@ def print_plan(
         line = f"  {cell}  [{members[0].config}]  seeds {seeds}  done {ok}/{len(members)}"
         for part in wrap(line, indent=6):
             console.print(part, markup=False, highlight=False, soft_wrap=True)
+    growing = sweeps(runs)
+    for sweep in growing:  # what select.extend may add, one end per group
+        for part in wrap(describe(sweep, done), indent=6):
+            console.print(part, markup=False, highlight=False, soft_wrap=True)
     n_done = sum(_done(done, r) for r in runs)
     waiting = sum(bool(r.select_from) for r in runs)
     shape = (
@@ -145,6 +157,9 @@ def print_plan(
         if waiting
         else f"{len(cells)} cells x {len(spec['seeds'])} seeds = {len(runs)} runs"
     )
+    if growing:
+        most = sum(s.limit * len(s.seeds) for s in growing)
+        shape += f", up to {most} more if select: extends its sweeps"
     console.print(
         f"{shape}; {n_done} done, {len(runs) - n_done} to run -> {out_dir}",
         highlight=False,
@@ -221,10 +236,20 @@ def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
             progress.start,
             progress.finish,
         )
+        # a select: block with extend: values past the end its winner sits at, until decided
+        values, added = extend_sweeps(
+            sweeps(runs),
+            job=job,
+            execute=execute,
+            on_start=progress.start,
+            on_record=progress.finish,
+            on_added=progress.add,
+            where=args.grid.name,
+        )
         # then the runs that take a value selected by the runs just finished
         records, ready = read_records(out_dir), []
         for run in (r for r in todo if r.select_from):
-            resolved, error = resolve(run, records)
+            resolved, error = resolve(run, records, values.get(run.select_group))
             if resolved is None:
                 record = failed_record(run, job, error)
                 write_record(out_dir, record)
@@ -247,9 +272,10 @@ def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
         console=console,
     )
     final = read_records(out_dir)
-    failed = [r.run_id for r in runs if not _done(final, r)]
+    failed = [r.run_id for r in [*runs, *added] if not _done(final, r)]
     if failed:
-        console.print(f"{len(failed)} of {len(runs)} runs failed: see records/ and logs/")
+        total = len(runs) + len(added)
+        console.print(f"{len(failed)} of {total} runs failed: see records/ and logs/")
         return 1
     return 0
 

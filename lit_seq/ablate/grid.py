@@ -28,14 +28,27 @@ NOT_COMPUTED += ("seed_everything",)  # a run's seed enters its digest on its ow
 NOT_COMPUTED_TRAINER = ("accelerator", "devices", "precision", "enable_model_summary")
 
 
+def _without_nulls(value):
+    """``value`` with every ``None`` entry of its dicts left out, at any depth."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
 def config_digest(config) -> str:
-    """A hash of a parsed fit configuration's contents: what the run will compute."""
+    """A hash of a parsed fit configuration's contents: what the run will compute.
+
+    Options left at ``None`` do not count: an option a later version adds with a ``None``
+    default (the old behaviour) leaves every digest, hence a resumable folder, as it was.
+    """
     content = config.clone().as_dict()
     for key in (*NOT_COMPUTED, "wandb_tags"):
         content.pop(key, None)
     for key in NOT_COMPUTED_TRAINER:
         content.get("trainer", {}).pop(key, None)
-    text = json.dumps(content, sort_keys=True, default=str)
+    text = json.dumps(_without_nulls(content), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -98,6 +111,8 @@ def check_cells(runs: list[Run], where: str, built: dict | None = None) -> list[
             identity += (
                 f"{cell.get('select_metric', run.select_metric)} on {list(run.select_seeds)}"
             )
+            if run.select_extend:  # or among the values added past its ends (extension)
+                identity += f" extended up to {run.select_extend} steps"
         digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
         checked.append(dataclasses.replace(run, **{**cell, "digest": digest}))
     return checked

@@ -177,6 +177,12 @@ class GridProgress:
         if self._progress is not None:
             self._progress.update(self._task, completed=self.completed(), counts=self._counts())
 
+    def add(self, n: int) -> None:
+        """``n`` runs more than counted at the start: values a ``select:`` adds past its sweep."""
+        self.total += n
+        if self._progress is not None:
+            self._progress.update(self._task, total=self.total)
+
     def start(self, run: Run, worker: str) -> None:
         self.running.add(run.run_id)
         self._refresh()

@@ -84,6 +84,8 @@ def base_record(run: Run, job: GridJob, worker: str = "") -> RunRecord:
         select_group=run.select_group,
         select_seeds=list(run.select_seeds),
         select_from=list(run.select_from),
+        select_reason=run.select_reason,
+        select_extension=run.select_extension,
         worker=worker,
         run_dir=str(run_dir(job.out_dir, run.run_id)),
     )

@@ -2,8 +2,10 @@
 
 A run whose seed does not compete (``Run.select_from`` non-empty) waits until the runs of
 its ``select_group`` on the selection seeds have finished; then it takes the value they
-chose (``lit_seq.results.selection``) and runs like any other. Deterministic: a resumed
-grid chooses the same value from the same records.
+chose (``lit_seq.results.selection``) and runs like any other. With ``select.extend`` the
+values include those its group added past its sweep (``lit_seq.ablate.extension``), so it
+waits for those too. Deterministic: a resumed grid chooses the same value from the same
+records.
 """
 
 from __future__ import annotations
@@ -17,20 +19,25 @@ from lit_seq.record import RunRecord, format_value
 from lit_seq.results.selection import choose_value
 
 
-def resolve(run: Run, records: dict[str, RunRecord]) -> tuple[Run | None, str]:
-    """``run`` with its value set (and an empty error), or (None, why no value was chosen)."""
+def resolve(
+    run: Run, records: dict[str, RunRecord], values: list | None = None
+) -> tuple[Run | None, str]:
+    """``run`` with its value set (and an empty error), or (None, why no value was chosen).
+
+    ``values``: those its group competed over, when it added some past its sweep (else
+    ``run.select_from``); the run's record lists them as what it was chosen from.
+    """
     axis = run.select_axis
+    values = list(run.select_from) if values is None else list(values)
     candidates = [
         (r.axes.get(axis), r.seed, r.ok, r.val_metrics.get(run.select_metric))
         for r in records.values()
         if r.select_group == run.select_group and not r.select_from
     ]
-    value = choose_value(
-        candidates, list(run.select_from), list(run.select_seeds), run.select_metric
-    )
+    value = choose_value(candidates, values, list(run.select_seeds), run.select_metric)
     if value is None:
         return None, (
-            f"select: no {axis} of {list(run.select_from)} has ok runs on every selection seed "
+            f"select: no {axis} of {values} has ok runs on every selection seed "
             f"{list(run.select_seeds)} of {run.select_group}; nothing to choose from"
         )
     arg = f"--{config_path(axis, 'grid')}={format_value(value)}"
@@ -43,6 +50,7 @@ def resolve(run: Run, records: dict[str, RunRecord]) -> tuple[Run | None, str]:
         run,
         axes={**run.axes, axis: value},
         overrides=overrides,
+        select_from=tuple(values),
         pack_key=run.pack_key if keep else "",
     )
     return resolved, ""

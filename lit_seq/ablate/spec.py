@@ -18,8 +18,17 @@ A grid may name where its W&B runs go: ``wandb: {project: P, entity: E}`` (the d
 block overrides, then the block's axes. A block with ``select: {axis: lr, seeds: [100, 101,
 102]}`` runs every rate on those seeds, then the grid's seeds at the rate whose mean
 validation score over them is best (``lit_seq.results.selection``: the rule and why the
-selection seeds are not grid seeds). :func:`expand` is pure: a spec in, runs out.
-``lit_seq.ablate.grid.load_grid`` adds the check of every cell by building it.
+selection seeds are not grid seeds). Its ``lr`` axis lists at least 4 rates spanning at
+least 30x (max / min), unless ``select.sweep_reason`` says why not (the tables print it);
+``select.extend: N`` lets the grid add up to N values past the end its winner sits at
+(``lit_seq.ablate.extension``)::
+
+    - name: parity
+      select: {axis: lr, seeds: [100, 101, 102], extend: 1}
+      axes: {task: [parity_check], arch: [lstm], lr: [0.0001, 0.0003, 0.001, 0.003]}
+
+:func:`expand` is pure: a spec in, runs out. ``lit_seq.ablate.grid.load_grid`` adds the
+check of every cell by building it.
 """
 
 import itertools
@@ -30,14 +39,20 @@ from pathlib import Path
 from lit_seq.ablate.axes import AXES, config_path
 from lit_seq.ablate.common import BadGrid
 from lit_seq.record import format_value
-from lit_seq.results.selection import MIN_SELECT_SEEDS
+from lit_seq.results.selection import (
+    MIN_SELECT_SEEDS,
+    MIN_SWEEP_SPAN,
+    MIN_SWEEP_VALUES,
+    narrow_sweep,
+    wide_sweep,
+)
 from lit_seq.util.assets import CONFIG_DIR, PACKAGE_DIR, config_file, find_file, shipped_name
 from lit_seq.util.safe_yaml import YamlError, load_yaml
 
 GRID_KEYS = ("name", "description", "seeds", "overrides", "blocks", "ray", "wandb")
 WANDB_KEYS = ("project", "entity")  # a grid's ``wandb:``: where its W&B runs go
 BLOCK_KEYS = ("name", "config", "axes", "overrides", "select")
-SELECT_KEYS = ("axis", "metric", "seeds")
+SELECT_KEYS = ("axis", "metric", "seeds", "sweep_reason", "extend")
 SELECTED = "selected"  # the axis value in the ids of runs that take the value selected
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
@@ -71,6 +86,9 @@ class Run:
     # seed has one run, whose value (``select_from``) is chosen once those runs have finished
     select_seeds: tuple[int, ...] = ()
     select_from: tuple = ()  # non-empty: the values this run's is chosen from (pending)
+    select_reason: str = ""  # select.sweep_reason: why the block sweeps what it does
+    select_extend: int = 0  # select.extend: steps its group may add past an end of the sweep
+    select_extension: int = 0  # k >= 1: a value added k steps past it (lit_seq.ablate.extension)
 
     def __hash__(self) -> int:  # axes is a dict, so the generated hash would fail
         return hash(self.run_id)
@@ -131,10 +149,41 @@ def _check_wandb(wandb: object, where: str) -> dict:
     return dict(wandb)
 
 
+def _check_sweep(select: dict, axis: str, values: list, where: str) -> tuple[str, int]:
+    """(``select.sweep_reason``, ``select.extend``), checked: a learning-rate sweep meets the
+    default of ``lit_seq.results.selection`` (at least 4 rates spanning 30x) unless the
+    block says why not; ``extend`` needs a sweep of positive numbers to step geometrically."""
+    reason = select.get("sweep_reason", "")
+    if not isinstance(reason, str) or ("sweep_reason" in select and not reason.strip()):
+        raise BadGrid(
+            f"{where}: select.sweep_reason={reason!r} must be a sentence saying why the sweep "
+            "is what it is (the tables print it beside the value chosen)"
+        )
+    if config_path(axis, where) == AXES["lr"] and not reason and (why := narrow_sweep(values)):
+        raise BadGrid(
+            f"{where}: axes.{axis}={values!r} {why}; a select: block sweeps at least "
+            f"{MIN_SWEEP_VALUES} learning rates spanning at least {MIN_SWEEP_SPAN:g}x (max/min), "
+            f"e.g. {wide_sweep(values)}, or states why not in select.sweep_reason"
+        )
+    extend = select.get("extend", 0)
+    if isinstance(extend, bool) or not isinstance(extend, int) or extend < 0:
+        raise BadGrid(
+            f"{where}: select.extend={extend!r} must be an integer >= 0: how many values the "
+            f"grid may add past the end of the {axis} sweep its winner sits at"
+        )
+    if extend and narrow_sweep(values) == "must be positive numbers":
+        raise BadGrid(
+            f"{where}: select.extend={extend} steps the {axis} sweep geometrically, so axes."
+            f"{axis} must be positive numbers, got {values!r}"
+        )
+    return reason.strip(), extend
+
+
 def _check_select(select: object, axes: dict, grid_seeds: list, where: str) -> dict:
     """A block's ``select: {axis: lr, metric: val/acc, seeds: [100, 101, 102]}``: the axis
     must vary in the block; the values compete on ``seeds`` (the rule and why:
-    ``lit_seq.results.selection``), at least MIN_SELECT_SEEDS of them, none a grid seed."""
+    ``lit_seq.results.selection``), at least MIN_SELECT_SEEDS of them, none a grid seed;
+    ``sweep_reason`` and ``extend`` as :func:`_check_sweep` says."""
     if select is None:
         return {}
     select = _check_keys(select, SELECT_KEYS, f"{where}: select")
@@ -167,7 +216,14 @@ def _check_select(select: object, axes: dict, grid_seeds: list, where: str) -> d
             f"{axis} would be in the mean it reports, lucky on average; use seeds the grid "
             f"does not list, e.g. {suggestion}"
         )
-    return {"axis": axis, "metric": metric or "", "seeds": tuple(seeds)}
+    reason, extend = _check_sweep(select, axis, axes[axis], where)
+    return {
+        "axis": axis,
+        "metric": metric or "",
+        "seeds": tuple(seeds),
+        "sweep_reason": reason,
+        "extend": extend,
+    }
 
 
 def _check_tasks(values: list, where: str) -> None:
@@ -277,6 +333,11 @@ def _id_part(key: str, value: object) -> str:
     return f"{key}={_UNSAFE.sub('_', _short(value)).strip('_')}"
 
 
+def cell_name(block: str, axes: dict) -> str:
+    """A cell's id: ``{block}__{axis}={value}__...`` (the run id without its seed)."""
+    return "__".join([block, *(_id_part(k, v) for k, v in axes.items())])
+
+
 def _args(settings: dict) -> list[str]:
     return [f"--{config_path(k, 'grid')}={format_value(v)}" for k, v in settings.items()]
 
@@ -294,7 +355,7 @@ def expand(spec: dict) -> list[Run]:
             # task (and arch, when it chose the config) are already in the base config
             set_by_config = {"task"} | (set() if block["config"] else {"arch"})
             cell_args = {k: v for k, v in axes.items() if k not in set_by_config}
-            cell = "__".join([block["name"], *(_id_part(k, v) for k, v in axes.items())])
+            cell = cell_name(block["name"], axes)
             select = block.get("select") or {}
             group = ""
             if select:
@@ -312,9 +373,7 @@ def expand(spec: dict) -> list[Run]:
                     axis = select["axis"]
                     run_axes = {**axes, axis: SELECTED}
                     run_args = {k: v for k, v in cell_args.items() if k != axis}
-                    run_cell = "__".join(
-                        [block["name"], *(_id_part(k, v) for k, v in run_axes.items())]
-                    )
+                    run_cell = cell_name(block["name"], run_axes)
                     pending = values
                 overrides = [
                     *_args(spec["overrides"]),
@@ -337,6 +396,8 @@ def expand(spec: dict) -> list[Run]:
                     select_group=group,
                     select_seeds=tuple(select.get("seeds", ())),
                     select_from=pending,
+                    select_reason=select.get("sweep_reason", ""),
+                    select_extend=select.get("extend", 0),
                 )
                 runs.append(run)
     ids = [r.run_id for r in runs]
@@ -348,4 +409,13 @@ def expand(spec: dict) -> list[Run]:
     return runs
 
 
-__all__ = ["AXES", "BadGrid", "Run", "config_file", "expand", "load_spec", "parse_spec"]
+__all__ = [
+    "AXES",
+    "BadGrid",
+    "Run",
+    "cell_name",
+    "config_file",
+    "expand",
+    "load_spec",
+    "parse_spec",
+]

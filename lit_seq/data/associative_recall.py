@@ -5,6 +5,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from lit_seq.data.base import SyntheticDataModule
+from lit_seq.data.start_marker import add_start_marker
 from lit_seq.util.checks import check_float, check_int
 
 
@@ -45,10 +46,15 @@ class AssociativeRecallData(SyntheticDataModule):
     ends in one more filler. Worked example (vocab 12, 2 pairs, length 16, fillers 0, as
     Zoology's docstring): [2, 8, 4, 7, 0, 0, 4, 0, 0, 0, 0, 0, 2, 0, 0, 0] -> 7 at position 6,
     8 at position 12, nothing scored elsewhere (see `recall_sequences`).
-    Batch keys: `x` (B, L, vocab) float one-hot tokens, `y` (B, L) long, `mask` (B, L) bool.
+    Batch keys: `x` (B, L, vocab) float one-hot tokens (B, L, vocab + 1 with `start_marker`:
+    the last channel 1 at position 0 only, the targets the same), `y` (B, L) long, `mask`
+    (B, L) bool.
     Length k x N holds k x n_pairs pairs and k x n_queries queries (the same density, the same
     vocabulary): generally pairs = max(1, n_pairs * L // length), so the shortest sequence (the
     curriculum's first length) is 4: one pair and one query slot.
+
+    The floor is not chance (1 / vocab): answering a value seen in context, without recalling
+    which, scores 1 / (pairs in context) (`context_floor`), e.g. 1/4 at the default N = 32.
 
     Args:
         length: tokens per training sequence (N); at least 4 x n_pairs.
@@ -57,6 +63,9 @@ class AssociativeRecallData(SyntheticDataModule):
         vocab: vocabulary size (one-hot input size and classes); the longest test set's pairs
             need distinct keys: vocab >= 2 x (its pairs) + 2.
         power_a: exponent of Zoology's power law over the query gaps (1.0: uniform).
+        start_marker: add an input channel that is 1 at position 0 only
+            (``lit_seq.data.start_marker``): tells a model without positional encodings
+            where the sequence begins, as a causal LM's BOS token does.
         n_train: training sequences.
         **kwargs: the options every task shares (:class:`SyntheticDataModule`).
     """
@@ -71,9 +80,11 @@ class AssociativeRecallData(SyntheticDataModule):
         n_queries: int | None = None,
         vocab: int = 64,
         power_a: float = 0.01,
+        start_marker: bool = False,
         n_train: int = 10000,
         **kwargs,
     ) -> None:
+        self.start_marker = start_marker
         self.n_pairs = check_int("n_pairs", n_pairs, 1)
         # the pairs take 2 D tokens and the D queries need D even slots after them
         allowed = f">= 4 x n_pairs = {4 * n_pairs}"
@@ -97,13 +108,30 @@ class AssociativeRecallData(SyntheticDataModule):
         """Queries in a sequence of `length`: n_queries per training length, at least 1."""
         return max(1, self.n_queries * length // self.length)
 
+    def context_floor(self, length: int) -> float:
+        """1 / pairs_at(length): the accuracy at ``length`` of answering every query with a value
+        drawn uniformly from the pairs' values, none of them recalled.
+
+        Every query's answer is one of the D = pairs_at(length) distinct values written at the
+        start, so such a guess is right with probability exactly 1/D at every query, and
+        ``acc`` (and ``acc_ood``: the same queries past N) has expectation 1/D; D grows with
+        the length, so the floor falls: max(1, n_pairs x length // N). Defaults (N 32, 4
+        pairs): 1/4 at 32, 1/8 at 64, 1/16 at 128, where chance is 1/64. Not every shortcut
+        stays below it: with n_queries < n_pairs only the first queries_at(length) pairs are
+        asked (1 / queries_at for a guess among those), and the query order leaks which
+        pair is asked (the gaps, drawn key after key without replacement from a law that
+        favours small ones, give the first keys the earliest queries more often), so
+        answering pair r at the r-th query scores more (0.30 at the default N, measured).
+        """
+        return 1.0 / self.pairs_at(length)
+
     @property
     def shortest_length(self) -> int:
         return 4  # one pair and one query slot
 
     @property
     def in_features(self) -> int:
-        return self.vocab
+        return self.vocab + int(self.start_marker)  # one-hot tokens, then the marker
 
     @property
     def out_features(self) -> int:
@@ -121,4 +149,5 @@ class AssociativeRecallData(SyntheticDataModule):
         fillers = torch.randint(0, self.vocab, (n, length), generator=generator)  # (B, L)
         tokens, y, mask = recall_sequences(keys, values, gaps=gaps, fillers=fillers)
         x = F.one_hot(tokens, num_classes=self.vocab).float()  # (B, L, vocab)
+        x = add_start_marker(x) if self.start_marker else x  # (B, L, vocab + 1) with it
         return {"x": x, "y": y, "mask": mask}

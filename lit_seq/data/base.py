@@ -163,6 +163,13 @@ class SyntheticDataModule(L.LightningDataModule):
         """The shortest valid sequence: where the curriculum starts (1 unless a task says)."""
         return 1
 
+    def context_floor(self, length: int) -> float | None:
+        """The accuracy at ``length`` of answering with a token the input holds, without doing
+        the task, where that beats the uniform chance the system records: a task with such a
+        floor says so (associative_recall: any value in context); None (here) for the others.
+        Fits record it beside ``chance`` (``FitResult.context_floor``)."""
+        return None
+
     def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
         """Draw `n` examples of (maximum) sequence length `length` from `generator` only."""
         raise NotImplementedError

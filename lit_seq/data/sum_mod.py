@@ -5,6 +5,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from lit_seq.data.base import SyntheticDataModule
+from lit_seq.data.start_marker import add_start_marker
 from lit_seq.util.checks import check_int
 
 
@@ -33,12 +34,18 @@ class SumModData(SyntheticDataModule):
     --modular) ship a per-sequence `sum_mod`: values in 1..9, one label, the sum of all of
     them mod 10; this is its per-step, two-stream variant.
     Input x (B, N, modulus + 1) float: the one-hot value, then t % 2 (as parity_sum's
-    [value, t % 2]). Target y (B, N) long; `mask` (B, N) bool, all True (every step scored).
-    Worked example, modulus 5: [1, 2, 3, 4, 4] -> [1, 2, 4, 1, 3]. Length k x N: k x N values.
+    [value, t % 2]); with `start_marker` one more channel, 1 at position 0 only. Target y
+    (B, N) long; `mask` (B, N) bool, all True (every step scored). Worked example, modulus 5:
+    [1, 2, 3, 4, 4] -> [1, 2, 4, 1, 3]; with the marker, x[0] = [0, 1, 0, 0, 0, 0, 1] (one-hot
+    1, parity 0, marker 1) and x[1] = [0, 0, 1, 0, 0, 1, 0], the targets the same. Length
+    k x N: k x N values.
 
     Args:
         length: time steps per training sequence (N; the longest with the curriculum).
         modulus: the modulus k: values and classes are 0 .. k - 1.
+        start_marker: add an input channel that is 1 at position 0 only
+            (``lit_seq.data.start_marker``): tells a model without positional encodings
+            where the sequence begins, as a causal LM's BOS token does.
         n_train: training sequences.
         **kwargs: the options every task shares (:class:`SyntheticDataModule`).
     """
@@ -50,16 +57,18 @@ class SumModData(SyntheticDataModule):
         self,
         length: int = 20,
         modulus: int = 5,
+        start_marker: bool = False,
         n_train: int = 5000,
         **kwargs,
     ) -> None:
+        self.start_marker = start_marker
         self.length = check_int("length", length, 1)
         self.modulus = check_int("modulus", modulus, 2)
         super().__init__(n_train=n_train, **kwargs)
 
     @property
     def in_features(self) -> int:
-        return self.modulus + 1  # one-hot value, then t % 2
+        return self.modulus + 1 + int(self.start_marker)  # one-hot value, t % 2, marker
 
     @property
     def out_features(self) -> int:
@@ -72,5 +81,6 @@ class SumModData(SyntheticDataModule):
             (torch.arange(length) % 2).float().view(1, length, 1).expand(n, -1, -1)
         )  # (B, N, 1)
         x = torch.cat([one_hot, parity], dim=-1)  # (B, N, k + 1)
+        x = add_start_marker(x) if self.start_marker else x  # (B, N, k + 2) with it
         mask = torch.ones(n, length, dtype=torch.bool)  # every step has a defined answer
         return {"x": x, "y": sum_mod_targets(values, self.modulus), "mask": mask}

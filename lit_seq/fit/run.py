@@ -15,6 +15,7 @@ from lit_seq.fit.checkpoints import CHECKPOINTS, LAST
 from lit_seq.fit.cli import LitSeqCLI, build_cli
 from lit_seq.fit.header import fit_header
 from lit_seq.fit.scoring import (
+    context_floors,
     length_curve,
     longest_past_training,
     past_training_means,
@@ -176,5 +177,6 @@ def fit_result(
         curve=curve,
         range_ood_longest=longest_past_training(curve, datamodule.train_length),
         chance=model.chance_level,
+        context_floor=context_floors(datamodule, curve),
         **fit_environment(trainer.strategy.root_device, trainer.precision),
     )

@@ -11,7 +11,8 @@ longest length L, as its test sets are), drawn from a stream of their own: the c
 accuracy against length that length-generalisation papers draw. A length whose input plus
 appended output positions (``output_length``, the transduction tasks') is longer than the
 model reads (its ``length_limit``: ``max_len`` for a learnable table or randomized
-positions; the other encodings read any length) is left out.
+positions, ``pos_range`` for randomized ones given it; the other encodings read any length)
+is left out.
 :func:`past_training_means` condenses a curve into Delétang et al. 2023's score: the mean
 of each metric over the evaluated lengths longer than the training length N
 (``range_ood/<metric>``; the record's ``range_ood_longest`` is the longest, M). With
@@ -31,6 +32,7 @@ from lit_seq.util.checks import BadInput, check_float, check_int
 
 __all__ = [
     "RangeEval",
+    "context_floors",
     "length_curve",
     "longest_past_training",
     "past_training_means",
@@ -47,7 +49,8 @@ class RangeEval:
         max_factor: Longest length as a multiple of the training length; 0 (the default)
             turns it off. A length whose input and appended output positions together
             pass what the model reads (``max_len`` for a learnable table or randomized
-            positions; the other encodings read any length) is left out.
+            positions, ``pos_range`` for randomized ones given it; the other encodings read
+            any length) is left out.
         step: Distance between evaluated lengths (1: every length).
         n: Sequences per length.
         sub_batch: 0 (the default) pools the ``n`` sequences of a length; k > 0 scores
@@ -143,3 +146,17 @@ def longest_past_training(curve: dict[str, dict[str, float]], train_length: int)
     ``range_ood_longest``); None when the curve has no length past ``train_length``."""
     past = [int(n) for values in curve.values() for n in values if int(n) > train_length]
     return max(past, default=None)
+
+
+def context_floors(datamodule, curve: dict[str, dict[str, float]]) -> dict[str, float]:
+    """length (as text) -> the task's ``context_floor`` at every length scored: the test sets'
+    and the curve's, ascending; {} for a task without one (all but associative_recall).
+
+    What a record keeps beside ``chance``: associative_recall's floor falls with the length
+    (1 / pairs in context), so one number would not do. Worked example, its defaults (N 32,
+    4 pairs), test sets 32, 64, 128: {"32": 0.25, "64": 0.125, "128": 0.0625}.
+    """
+    floor = getattr(datamodule, "context_floor", None)
+    lengths = {*datamodule.test_lengths, *(int(n) for values in curve.values() for n in values)}
+    found = {n: floor(n) for n in sorted(lengths)} if floor is not None else {}
+    return {str(n): round(value, 6) for n, value in found.items() if value is not None}

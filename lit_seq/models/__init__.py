@@ -53,14 +53,15 @@ def build_backbone(arch: str, options: BackboneOptions, *, causal: bool, max_len
 
     ``max_len`` is the longest sequence it reads (sizes the transformer's positional table).
     The transformer ignores ``options.bidirectional``; rnn/lstm ignore ``n_heads``, ``d_ff``,
-    ``pos_mode``, ``residual`` and ``max_len`` (so those are not validated for them).
+    ``pos_mode``, ``pos_range``, ``residual`` and ``max_len`` (so those are not validated
+    for them).
     """
     check_choice("arch", arch, BACKBONES)
     o = options
     kwargs = dict(d_model=o.d_model, n_layers=o.n_layers, dropout=o.dropout, causal=causal)
     if arch == "transformer":
         kwargs.update(n_heads=o.n_heads, d_ff=o.d_ff, pos_mode=o.pos_mode, residual=o.residual)
-        kwargs.update(max_len=max_len)
+        kwargs.update(max_len=max_len, pos_range=o.pos_range)
     else:
         kwargs.update(bidirectional=o.bidirectional)
     return BACKBONES[arch](**kwargs)
@@ -79,7 +80,7 @@ def build_seq2seq(
 
     ``max_len`` is the longest source, and the longest target including BOS. Both ignore
     ``options.bidirectional``; rnn/lstm ignore ``n_heads``, ``d_ff``, ``pos_mode``,
-    ``residual`` and ``max_len``.
+    ``pos_range``, ``residual`` and ``max_len``.
     """
     check_choice("arch", arch, SEQ2SEQ)
     o = options
@@ -87,7 +88,7 @@ def build_seq2seq(
     kwargs.update(share_embeddings=share_embeddings, pad_id=pad_id)
     if arch == "transformer":
         kwargs.update(n_heads=o.n_heads, d_ff=o.d_ff, pos_mode=o.pos_mode, residual=o.residual)
-        kwargs.update(max_len=max_len)
+        kwargs.update(max_len=max_len, pos_range=o.pos_range)
     return SEQ2SEQ[arch](**kwargs)
 
 

@@ -22,6 +22,8 @@ class BackboneOptions:
         d_ff: feed-forward width (transformer only); None means ``4 * d_model``.
         dropout: dropout probability inside the network.
         pos_mode: positional encoding (transformer only), a key of ``POS_MODES``.
+        pos_range: the range [0, pos_range) randomized positions are drawn from (None: the
+            ``max_len`` the builder is given); the other encodings ignore it.
         residual: keep the residual connections (transformer only).
         bidirectional: read the sequence both ways (rnn/lstm backbones only).
     """
@@ -32,5 +34,6 @@ class BackboneOptions:
     d_ff: int | None
     dropout: float
     pos_mode: str
+    pos_range: int | None
     residual: bool
     bidirectional: bool

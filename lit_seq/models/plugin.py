@@ -54,6 +54,7 @@ class BackboneFactory(Protocol):
         d_ff: int | None,
         dropout: float,
         pos_mode: str,
+        pos_range: int | None,
         residual: bool,
         bidirectional: bool,
     ) -> nn.Module: ...

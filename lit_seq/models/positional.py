@@ -11,8 +11,8 @@ in one of three places (the contract is ``attention.PositionalEncoding``):
 - nowhere: ``none``, the no-position ablation (a bag of tokens unless the model is causal).
 
 Lengths: ``learnable`` reads at most ``max_len`` positions (one trained row each) and
-``randomized`` draws its positions from [0, max_len); both refuse longer sequences, naming
-that limit. The others read any length (``position_limit`` says which is which): the
+``randomized`` draws its positions from [0, pos_range) (``max_len`` unless given); both
+refuse longer sequences, naming that limit. The others read any length (``position_limit`` says which is which): the
 sinusoidal table computes the rows past its end on demand, the same numbers a longer table
 holds.
 
@@ -166,19 +166,24 @@ class NoPositionalEncoding(PositionalEncoding):
 def position_limit(network: nn.Module) -> int | None:
     """The longest sequence ``network``'s positional encodings read, None for any length.
 
-    Only a learnable table (its trained rows) and randomized positions (their range [0,
-    max_len)) have a limit; sinusoidal, rotary, alibi, relative and none read any length.
+    Only a learnable table (its trained rows, ``max_len``) and randomized positions (their
+    range [0, pos_range)) have a limit; sinusoidal, rotary, alibi, relative and none read any
+    length.
     """
-    limits = [
-        m.max_len
-        for m in network.modules()
-        if isinstance(m, LearnablePositionalEncoding | RandomizedPositionalEncoding)
+    limits = [m.max_len for m in network.modules() if isinstance(m, LearnablePositionalEncoding)]
+    limits += [
+        m.pos_range for m in network.modules() if isinstance(m, RandomizedPositionalEncoding)
     ]
     return min(limits, default=None)
 
 
 def build_positional(
-    pos_mode: str, d_model: int, max_len: int, n_heads: int = 1, causal: bool = False
+    pos_mode: str,
+    d_model: int,
+    max_len: int,
+    n_heads: int = 1,
+    causal: bool = False,
+    pos_range: int | None = None,
 ) -> PositionalEncoding:
     """Return the positional encoding named by ``pos_mode`` (one of ``POS_MODES``).
 
@@ -191,6 +196,9 @@ def build_positional(
         n_heads: attention heads H (rotary turns each head's dh = d/H dimensions; alibi and
             relative give each head its own bias).
         causal: the attention it serves is causal (alibi / relative then only look left).
+        pos_range: randomized only: draw positions from [0, pos_range) instead of [0,
+            max_len), a range that does not move with the data (>= max_len); the other
+            encodings ignore it.
 
     "none" gives ``NoPositionalEncoding()``, which leaves everything as is.
     """
@@ -200,7 +208,8 @@ def build_positional(
     if pos_mode == "learnable":
         return LearnablePositionalEncoding(d_model, max_len)
     if pos_mode == "randomized":
-        return RandomizedPositionalEncoding(SinusoidalPositionalEncoding(d_model, max_len))
+        table = SinusoidalPositionalEncoding(d_model, max_len)
+        return RandomizedPositionalEncoding(table, pos_range=pos_range)
     if pos_mode == "rotary":
         return RotaryPositionalEncoding(d_model, n_heads)
     if pos_mode == "alibi":

@@ -83,6 +83,8 @@ class TransformerSeq2Seq(nn.Module):
             an axis; T5 likewise has no bias there).
         residual: keep the skip connections (False = no-residual ablation).
         max_len: longest source, and longest target incl. BOS.
+        pos_range: randomized only: the range [0, pos_range) positions are drawn from, in
+            encoder and decoder (None: max_len); the other encodings ignore it.
         share_embeddings: one matrix for source and target embeddings and the output layer.
         pad_id: padding token id; padding is masked out of attention.
     """
@@ -100,6 +102,7 @@ class TransformerSeq2Seq(nn.Module):
         max_len: int = 512,
         share_embeddings: bool = True,
         pad_id: int = 0,
+        pos_range: int | None = None,
     ) -> None:
         super().__init__()
         self.pad_id = pad_id
@@ -118,8 +121,11 @@ class TransformerSeq2Seq(nn.Module):
             residual=residual,
             causal=False,  # the encoder reads the whole source
             max_len=max_len,
+            pos_range=pos_range,
         )
-        self.tgt_pos = build_positional(pos_mode, d_model, max_len, n_heads=n_heads, causal=True)
+        self.tgt_pos = build_positional(
+            pos_mode, d_model, max_len, n_heads=n_heads, causal=True, pos_range=pos_range
+        )
         self.drop = nn.Dropout(dropout)
         self.decoder = nn.ModuleList(
             DecoderBlock(d_model, n_heads, d_ff, dropout=dropout, residual=residual)

@@ -237,7 +237,9 @@ class TransformerBackbone(nn.Module):
         residual: keep the skip connections (False = no-residual ablation).
         causal: position t attends only to positions <= t (decoder-only / streaming use).
         max_len: longest sequence a learnable table reads (randomized: the range its
-            positions are drawn from); the other encodings read any length.
+            positions are drawn from, unless pos_range); the other encodings read any length.
+        pos_range: randomized only: the range [0, pos_range) its positions are drawn from,
+            fixed whatever max_len is (None: max_len); the other encodings ignore it.
     """
 
     arch = "transformer"  # its key in BACKBONES
@@ -253,11 +255,14 @@ class TransformerBackbone(nn.Module):
         residual: bool = True,
         causal: bool = False,
         max_len: int = 512,
+        pos_range: int | None = None,
     ) -> None:
         super().__init__()
         self.causal = causal
         d_ff = 4 * d_model if d_ff is None else d_ff
-        self.pos = build_positional(pos_mode, d_model, max_len, n_heads=n_heads, causal=causal)
+        self.pos = build_positional(
+            pos_mode, d_model, max_len, n_heads=n_heads, causal=causal, pos_range=pos_range
+        )
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
             EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, residual=residual)

@@ -2,7 +2,8 @@
 
 ``runs``, ``aggregate`` and ``summary`` (:mod:`lit_seq.results.tables`), ``best``
 (:mod:`lit_seq.results.best`), ``comparisons`` (:mod:`lit_seq.results.comparisons`: the
-grid's own paired comparisons with BH q across them) and the plots.
+grid's own paired comparisons with BH q across them, and the seed-luck test of
+:mod:`lit_seq.results.seed_wins`) and the plots.
 """
 
 from pathlib import Path
@@ -11,7 +12,7 @@ import pandas as pd
 from rich.console import Console
 
 from lit_seq.record import RECORDS, read_records
-from lit_seq.results.best import best_markdown, best_tables
+from lit_seq.results.best import best_markdown, best_tables, score_column
 from lit_seq.results.comparisons import (
     block_pairs,
     comparisons_markdown,
@@ -19,12 +20,23 @@ from lit_seq.results.comparisons import (
     read_pairs,
 )
 from lit_seq.results.plots import write_plots
+from lit_seq.results.seed_wins import seed_wins, seed_wins_markdown
 from lit_seq.results.tables import aggregate_table, print_aggregate, runs_table, write_tables
 from lit_seq.util.io import atomic_write_text
 
 
 class NoRecords(ValueError):
     """The folder holds no run records, or some cannot be read: no report to trust."""
+
+
+def _scores(runs: pd.DataFrame, aggregate: pd.DataFrame) -> dict[str, str]:
+    """Each cell -> the score its task's comparisons read (``best.score_column``)."""
+    out = {}
+    for task, rows in aggregate.groupby("task", sort=False):
+        main = rows["main_metric"].dropna()
+        score = score_column(runs[runs["task"] == task], main.iloc[0] if len(main) else "acc")
+        out.update(dict.fromkeys(rows["cell"], score))
+    return out
 
 
 def build_report(
@@ -56,7 +68,11 @@ def build_report(
     atomic_write_text(Path(out_dir) / "best.md", best_markdown(best))
     comparisons = comparisons_table(runs, aggregate, block_pairs(runs, aggregate) + extra)
     atomic_write_text(Path(out_dir) / "comparisons.csv", comparisons.to_csv(index=False))
-    atomic_write_text(Path(out_dir) / "comparisons.md", comparisons_markdown(comparisons))
+    luck = seed_wins(runs, _scores(runs, aggregate))
+    atomic_write_text(
+        Path(out_dir) / "comparisons.md",
+        comparisons_markdown(comparisons) + "\n" + seed_wins_markdown(luck),
+    )
     plots = write_plots(out_dir, runs, by_id)
     print_aggregate(aggregate, console)
     return runs, aggregate, plots

@@ -15,8 +15,10 @@ past it (``acc_ood`` on the positions no training sequence had, where the task h
 A block with ``select: {axis: lr, seeds: [...]}`` chooses one value of that axis on its
 selection seeds (:mod:`lit_seq.results.selection`); the tables report the other seeds, which
 ran at the winner, under the ``select_group`` as cell, and say which value won, on which
-seeds, and whether it sits at an end of its sweep (``select_edge``). The runs table keeps
-every run, with ``selected`` true (reported) or false.
+seeds, whether it sits at an end of its sweep (``select_edge``; of the sweep as extended,
+where ``select.extend`` added values: ``select_extension`` > 0) and the grid's reason for its
+sweep (``select_reason``). The runs table keeps every run, with ``selected`` true (reported)
+or false.
 """
 
 import math
@@ -37,8 +39,11 @@ ID_COLUMNS = ["run_id", "block", "cell", "task", "arch"]
 RUN_COLUMNS = ["seed", "main_metric", "params", "train_length", "steps", "train_seconds"]
 RUN_COLUMNS += ["samples_per_second"]
 RUN_COLUMNS += ["target", "target_reached", "target_step", "target_seconds", "chance"]
-SELECT_COLUMNS = ["select_axis", "select_metric", "select_seeds", "select_group", "selected"]
-SELECT_COLUMNS += ["select_edge"]  # lowest / highest: the group's winner ends its sweep
+# a record's select: fields; then, from the records together, whether a run is reported
+# (``selected``) and where its group's winner sits in its sweep (``select_edge``)
+SELECT_FIELDS = ["select_axis", "select_metric", "select_seeds", "select_group"]
+SELECT_FIELDS += ["select_reason", "select_extension"]
+SELECT_COLUMNS = [*SELECT_FIELDS, "selected", "select_edge"]  # select_edge: lowest / highest
 STATUS_COLUMNS = ["status", "error", "warning", "wandb_run", "best_checkpoint"]
 MEAN_ONLY = ["params", "steps", "train_seconds", "samples_per_second", "target_seconds"]
 NOT_AXES = ID_COLUMNS + RUN_COLUMNS + SELECT_COLUMNS + STATUS_COLUMNS + ENVIRONMENT_FIELDS
@@ -69,19 +74,19 @@ def runs_table(records: list[RunRecord]) -> pd.DataFrame:
         row = {c: getattr(r, c) for c in ID_COLUMNS}
         # axis values as text: one type per column, whatever each block put in it
         row.update({a: format_value(r.axes[a]) if a in r.axes else None for a in axes})
-        row.update({c: getattr(r, c) for c in RUN_COLUMNS + SELECT_COLUMNS[:4] + STATUS_COLUMNS})
+        row.update({c: getattr(r, c) for c in RUN_COLUMNS + SELECT_FIELDS + STATUS_COLUMNS})
         row["select_seeds"] = " ".join(map(str, r.select_seeds))
         row.update({c: getattr(r, c) for c in ENVIRONMENT_FIELDS})
         row.update({m: r.val_metrics.get(m) for m in val_metrics})
         row.update({m: r.metrics.get(m) for m in metrics})
         rows.append(row)
-    columns = ID_COLUMNS + axes + RUN_COLUMNS + SELECT_COLUMNS[:4] + STATUS_COLUMNS
+    columns = ID_COLUMNS + axes + RUN_COLUMNS + SELECT_FIELDS + STATUS_COLUMNS
     columns += ENVIRONMENT_FIELDS
     runs = pd.DataFrame(rows, columns=[*columns, *val_metrics, *metrics])
     # a run that took the value its group selected (on seeds other than the selection's)
     waited = pd.Series([bool(r.select_from) for r in records], index=runs.index)
     chosen, ends = mark_selected(runs, waited)
-    at = columns.index("select_group") + 1
+    at = columns.index(SELECT_FIELDS[-1]) + 1
     runs.insert(at, "selected", chosen)
     runs.insert(at + 1, "select_edge", ends)
     return runs
@@ -128,7 +133,9 @@ def aggregate_table(runs: pd.DataFrame, success_threshold: float = SUCCESS_THRES
         axis = group["select_axis"].dropna()
         if len(axis) and axis.iloc[0]:
             row[axis.iloc[0]] = "selected"
-            row["selected"], row["select_edge"] = selection_text(group, ok)
+            contest = runs[runs["select_group"] == cell]  # its competing runs too
+            extended = int(pd.to_numeric(contest["select_extension"]).max())
+            row["selected"], row["select_edge"] = selection_text(group, ok, extended)
         reached = ok["target_reached"].dropna()
         row["target_reached"] = f"{int(reached.sum())}/{len(reached)}" if len(reached) else None
         for column in MEAN_ONLY:
@@ -151,6 +158,9 @@ def aggregate_table(runs: pd.DataFrame, success_threshold: float = SUCCESS_THRES
                 low, high = wilson_interval(hits, n)
                 row[f"{column}_success_low"], row[f"{column}_success_high"] = low, high
         rows.append(row)
+    if not rows:  # nothing reported yet (a grid still on its selection seeds): no cells
+        identity = ["cell", "block", "task", "arch", *axes, "main_metric", "n", "failed"]
+        return pd.DataFrame(columns=identity)
     return pd.DataFrame(rows)
 
 

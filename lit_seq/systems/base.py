@@ -96,6 +96,7 @@ class SequenceSystem(L.LightningModule):
         d_ff: int | None = None,
         dropout: float = 0.1,
         pos_mode: PosMode = "sinusoidal",
+        pos_range: int | None = None,
         residual: bool = True,
         bidirectional: bool = False,
         optimizer: Optimizer = "adamw",
@@ -124,6 +125,10 @@ class SequenceSystem(L.LightningModule):
             dropout: Dropout probability inside the backbone.
             pos_mode: Positional encoding (transformer only): ``sinusoidal``, ``learnable``,
                 ``none``, ``rotary``, ``alibi``, ``relative`` or ``randomized``.
+            pos_range: ``randomized`` draws its positions from [0, pos_range) (transformer
+                only); ``None``: from [0, max_len), a range that follows the test lengths,
+                so adding a test length changes training. Ruoss et al. fix it (2048); it
+                must cover max_len. The other encodings ignore it.
             residual: Keep the residual connections (transformer only); ``False`` is the
                 no-residual ablation.
             bidirectional: Read the sequence both ways (rnn/lstm, non-causal tasks only).
@@ -151,12 +156,21 @@ class SequenceSystem(L.LightningModule):
         check_float("lr", lr, 0.0, low_open=True)
         check_float("weight_decay", weight_decay, 0.0)
         check_int("warmup_steps", warmup_steps, 0)
+        if pos_range is not None:
+            check_int("pos_range", pos_range, 1, allowed=">= 1 (or null for max_len)")
         max_len = resolve_max_len(max_len, data_max_len)
-        if arch != "transformer" and (pos_mode != "sinusoidal" or not residual):
-            # an ablation of something the backbone does not have would be a silent no-op
-            field, value = (
-                ("pos_mode", pos_mode) if pos_mode != "sinusoidal" else ("residual", False)
-            )
+        # an ablation of something the backbone does not have would be a silent no-op
+        set_away = [
+            (field, value)
+            for field, value, default in [
+                ("pos_mode", pos_mode, "sinusoidal"),
+                ("pos_range", pos_range, None),
+                ("residual", residual, True),
+            ]
+            if value != default
+        ]
+        if arch != "transformer" and set_away:
+            field, value = set_away[0]
             raise ValueError(f"{field}={value!r} only applies to arch='transformer', not {arch!r}")
         # collects the subclass's arguments too: it walks up the chain of __init__ frames
         self.save_hyperparameters()
@@ -171,6 +185,7 @@ class SequenceSystem(L.LightningModule):
             d_ff=d_ff,
             dropout=dropout,
             pos_mode=pos_mode,
+            pos_range=pos_range,
             residual=residual,
             bidirectional=bidirectional,
         )
@@ -186,6 +201,8 @@ class SequenceSystem(L.LightningModule):
         # so a resume keeps the bound) and the latest one (a tensor: no sync per step)
         self.first_train_loss: float | None = None
         self._last_train_loss: Tensor | None = None
+        # positions the network adds to a sequence (a cls / empty token): make_backbone's
+        self._extra_positions = 0
 
     def _plugin(self, backbone: object, arch: str) -> PluginBackbone | None:
         """The plug-in ``backbone`` names, checked against the other options; None if none."""
@@ -222,6 +239,7 @@ class SequenceSystem(L.LightningModule):
     def make_backbone(self, causal: bool, extra_positions: int = 0) -> nn.Module:
         """The configured backbone; ``extra_positions`` are tokens the network prepends."""
         hp = self.hparams
+        self._extra_positions = extra_positions
         max_len = hp.max_len + extra_positions
         if self.plugin is not None:
             return self.plugin.build(self.backbone_options, causal=causal, max_len=max_len)
@@ -237,13 +255,15 @@ class SequenceSystem(L.LightningModule):
     def length_limit(self) -> int | None:
         """The longest sequence (in ``max_len``'s units) the network reads; None: any length.
 
-        ``max_len`` for a learnable table or randomized positions (``position_limit``) and
-        for a plug-in backbone (it is handed ``max_len`` and may size a table by it); None
-        for the other encodings and the recurrent backbones.
+        ``max_len`` for a learnable table, and for randomized positions unless ``pos_range``
+        (then ``pos_range``): ``position_limit``, less the positions the network adds; and
+        ``max_len`` for a plug-in backbone (it is handed ``max_len`` and may size a table by
+        it); None for the other encodings and the recurrent backbones.
         """
-        if self.plugin is None and position_limit(self.net) is None:
-            return None
-        return self.hparams.max_len
+        if self.plugin is not None:
+            return self.hparams.max_len
+        limit = position_limit(self.net)
+        return None if limit is None else limit - self._extra_positions
 
     @property
     def chance_level(self) -> float | None:
