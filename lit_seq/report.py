@@ -8,6 +8,8 @@ and ``plots/*.png`` in ``DIR``, then prints the summary (the main metric per tas
 ``--pairs FILE`` adds a results page's own comparisons (a YAML list of ``{a, b, metric}``,
 cells named as ``lit_seq.compare`` names them) to the grid's, under one BH adjustment; the
 page cites their rows (``python -m lit_seq.results.claims PAGE`` checks it does).
+``--paper deletang2023`` adds ``paper.{csv,md}``: the grid beside Delétang et al. 2023's
+Table 2 rows (``lit_seq.results.paper``).
 The grid driver calls the same code when a grid ends, so both give identical tables.
 """
 
@@ -15,6 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from lit_seq.results.paper import PAPERS
 from lit_seq.results.report import NoRecords, build_report
 
 
@@ -31,9 +34,15 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="YAML list of {a, b, metric}: a page's own comparisons, added to comparisons.*",
     )
+    parser.add_argument(
+        "--paper",
+        choices=sorted(PAPERS),
+        default=None,
+        help="also write paper.{csv,md}: the grid beside this paper's published rows",
+    )
     args = parser.parse_args(argv)
     try:
-        build_report(args.dir, pairs=args.pairs)
+        build_report(args.dir, pairs=args.pairs, paper=args.paper)
     except (NoRecords, ValueError) as err:
         print(f"lit_seq.report: error: {err}", file=sys.stderr)
         return 2

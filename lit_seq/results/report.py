@@ -19,6 +19,7 @@ from lit_seq.results.comparisons import (
     comparisons_table,
     read_pairs,
 )
+from lit_seq.results.paper import PAPERS, paper_markdown, side_by_side
 from lit_seq.results.plots import write_plots
 from lit_seq.results.seed_wins import seed_wins, seed_wins_markdown
 from lit_seq.results.tables import aggregate_table, print_aggregate, runs_table, write_tables
@@ -40,11 +41,15 @@ def _scores(runs: pd.DataFrame, aggregate: pd.DataFrame) -> dict[str, str]:
 
 
 def build_report(
-    out_dir: Path, console: Console | None = None, pairs: Path | None = None
+    out_dir: Path,
+    console: Console | None = None,
+    pairs: Path | None = None,
+    paper: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
     """Write the tables and plots of ``out_dir``, print the summary; (runs, aggregate, plots).
 
     ``pairs``: a page's own comparisons (``comparisons.read_pairs``), added to the grid's.
+    ``paper``: a key of ``paper.PAPERS``: ``paper.{csv,md}``, the grid beside its rows.
     NoRecords if there is no record, or if any record cannot be read; ValueError for a bad
     pairs file (before anything is written).
     """
@@ -73,6 +78,10 @@ def build_report(
         Path(out_dir) / "comparisons.md",
         comparisons_markdown(comparisons) + "\n" + seed_wins_markdown(luck),
     )
+    if paper:
+        beside = side_by_side(runs, PAPERS[paper])
+        atomic_write_text(Path(out_dir) / "paper.csv", beside.to_csv(index=False))
+        atomic_write_text(Path(out_dir) / "paper.md", paper_markdown(beside, paper))
     plots = write_plots(out_dir, runs, by_id)
     print_aggregate(aggregate, console)
     return runs, aggregate, plots

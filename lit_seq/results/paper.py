@@ -1,0 +1,164 @@
+"""A grid beside a paper's published rows: Delétang et al. 2023, Table 2.
+
+``python -m lit_seq.report DIR --paper deletang2023`` writes ``paper.{csv,md}``: per task and
+architecture of :data:`DELETANG_2023` that the grid ran, the paper's score, then ours on the
+same score (``range_ood/acc``: the accuracy averaged over the test lengths past N, x 100):
+
+- ``max``: the highest score of any ok run of the row, every seed and learning rate (the
+  paper's number: "we report the maximum score instead of the average", their Section 4);
+- ``mean [95% bootstrap]`` over the reported seeds (those that ran at the rate the row's
+  ``select:`` chose on validation) and how many of them reach 90 (Wilson interval);
+- ``verdict``: ``agree`` when both the paper's number and our maximum are >= 90 (solved) or
+  both below; ``disagree`` otherwise. Like for like: our maximum against theirs; the mean and
+  the success rate say how much of our maximum one lucky run carries.
+
+A row is found by its runs' ``task`` and ``arch``. The paper's numbers were read from its
+text as cited in ``source``; where the text states the verdict but the number could not be
+read here, ``score`` is None and ``solved`` carries the verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from lit_seq.record import RANGE_OOD
+from lit_seq.results.markdown import markdown_table
+from lit_seq.results.stats import bootstrap_interval, success_rate, wilson_interval
+
+SOLVED = 90.0  # their bold: a score >= 90% solves the task
+SCORE = f"{RANGE_OOD}/acc"  # their score: per-sequence accuracy averaged over the test lengths
+
+
+@dataclass(frozen=True)
+class PaperRow:
+    """One published number: ``score`` in percent (None: not readable here), and whether
+    the paper counts it solved."""
+
+    task: str
+    arch: str
+    score: float | None
+    source: str
+    solved_if_unknown: bool | None = None
+
+    @property
+    def solved(self) -> bool:
+        return self.score >= SOLVED if self.score is not None else bool(self.solved_if_unknown)
+
+
+_T2 = "Table 2"
+_B1 = "App. B.1: every network but the Transformer solves every regular task for every seed"
+_54 = "Sec. 5.4: Transformers solve Even Pairs (R); Table 2's number not read here"
+_CS = (
+    "Abstract / Sec. 5: RNNs and Transformers fail on non-regular tasks, LSTMs solve only "
+    "regular and counter tasks; Table 2's number not read here"
+)
+_CYCLE = "Table 2; App. B.3.2: 61.9% with baseline 20%"
+
+DELETANG_2023 = [
+    PaperRow("even_pairs", "rnn", 100.0, _B1),
+    PaperRow("even_pairs", "lstm", 100.0, _B1),
+    PaperRow("even_pairs", "transformer", None, _54, solved_if_unknown=True),
+    PaperRow("modular_arithmetic", "rnn", 100.0, _T2),
+    PaperRow("modular_arithmetic", "lstm", 100.0, _T2),
+    PaperRow("modular_arithmetic", "transformer", 24.2, _T2),
+    PaperRow("parity_check", "rnn", 100.0, _T2),
+    PaperRow("parity_check", "lstm", 100.0, _T2),
+    PaperRow("parity_check", "transformer", 52.0, _T2),
+    PaperRow("cycle_navigation", "rnn", 100.0, _B1),
+    PaperRow("cycle_navigation", "lstm", 100.0, _B1),
+    PaperRow("cycle_navigation", "transformer", 61.9, _CYCLE),
+    PaperRow("stack_manipulation", "rnn", 56.0, _T2),
+    PaperRow("stack_manipulation", "lstm", 59.1, _T2),
+    PaperRow("stack_manipulation", "transformer", 57.5, _T2),
+    PaperRow("reverse_string", "rnn", 62.0, _T2),
+    PaperRow("reverse_string", "lstm", 60.9, _T2),
+    PaperRow("reverse_string", "transformer", 62.3, _T2),
+    PaperRow("duplicate_string", "rnn", 50.3, _T2),
+    PaperRow("duplicate_string", "lstm", 57.6, _T2),
+    PaperRow("duplicate_string", "transformer", 52.8, _T2),
+    PaperRow("odds_first", "rnn", 51.0, _T2),
+    PaperRow("odds_first", "lstm", 55.6, _T2),
+    PaperRow("odds_first", "transformer", 52.8, _T2),
+    PaperRow("binary_addition", "rnn", None, _CS, solved_if_unknown=False),
+    PaperRow("binary_addition", "lstm", None, _CS, solved_if_unknown=False),
+    PaperRow("binary_addition", "transformer", None, _CS, solved_if_unknown=False),
+]
+PAPERS = {"deletang2023": DELETANG_2023}
+
+PAPER_COLUMNS = ["task", "arch", "paper", "paper_solved", "max", "runs", "mean", "ci_low"]
+PAPER_COLUMNS += ["ci_high", "n", "solved_seeds", "solved_low", "solved_high", "verdict"]
+PAPER_COLUMNS += ["source"]
+
+
+def side_by_side(runs: pd.DataFrame, rows: list[PaperRow]) -> pd.DataFrame:
+    """One line per paper row the grid ran (see the module docstring); scores x 100."""
+    ok = runs[runs["status"] == "ok"]
+    if SCORE not in ok:
+        return pd.DataFrame(columns=PAPER_COLUMNS)
+    lines = []
+    for row in rows:
+        mine = ok[(ok["task"] == row.task) & (ok["arch"] == row.arch)]
+        every = pd.to_numeric(mine[SCORE], errors="coerce").dropna() * 100
+        if every.empty:
+            continue
+        reported = mine[mine["selected"].ne(False)]
+        values = list(pd.to_numeric(reported[SCORE], errors="coerce").dropna() * 100)
+        interval = bootstrap_interval(values)
+        hits, n = success_rate(values, SOLVED)
+        low, high = wilson_interval(hits, n)
+        ours_solved = every.max() >= SOLVED
+        lines.append(
+            {
+                "task": row.task,
+                "arch": row.arch,
+                "paper": row.score,
+                "paper_solved": row.solved,
+                "max": every.max(),
+                "runs": len(every),
+                "mean": interval.mean,
+                "ci_low": interval.low,
+                "ci_high": interval.high,
+                "n": n,
+                "solved_seeds": hits,
+                "solved_low": low,
+                "solved_high": high,
+                "verdict": "agree" if ours_solved == row.solved else "disagree",
+                "source": row.source,
+            }
+        )
+    return pd.DataFrame(lines, columns=PAPER_COLUMNS)
+
+
+def _pct(value: float) -> str:
+    return "" if pd.isna(value) else f"{value:.1f}"
+
+
+def paper_markdown(table: pd.DataFrame, name: str) -> str:
+    """``table`` as the page's Markdown table, with its tally of verdicts."""
+    header = ["task", "arch", "paper", "ours: max over runs", "ours: mean [95% bootstrap]"]
+    header += ["seeds >= 90 [Wilson]", "verdict"]
+    body = []
+    for _, r in table.iterrows():
+        paper = _pct(r["paper"]) or ("solved" if r["paper_solved"] else "unsolved") + " (text)"
+        rate = f"{int(r['solved_seeds'])}/{int(r['n'])}"
+        if r["n"]:
+            rate += f" [{r['solved_low']:.2f}, {r['solved_high']:.2f}]"
+        body.append(
+            [
+                r["task"],
+                r["arch"],
+                paper,
+                f"{_pct(r['max'])} ({int(r['runs'])} runs)",
+                f"{_pct(r['mean'])} [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]",
+                rate,
+                r["verdict"],
+            ]
+        )
+    agree = int((table["verdict"] == "agree").sum())
+    title = (
+        f"### Beside {name}: {agree} of {len(table)} rows agree on solved (score >= 90) or "
+        "not, our maximum over runs against theirs"
+    )
+    return f"{title}\n\n" + markdown_table(header, body)
