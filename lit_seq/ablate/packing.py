@@ -27,8 +27,9 @@ MAX_PACK = 27  # members of one pack at most
 # --pack auto: the families (task/arch) measured to train faster as a population, by device
 # type (`python -m lit_seq.bench --sections pack`, docs/packing.md). On this project's 2-core
 # CPU: echo rnn and lstm (K = 27: 2.3-2.8x at 100 steps, 3.9x at echo/rnn's shipped 500);
-# transformers do not gain (signal 0.54-0.87x, parity_sum 0.83-1.09x, seq2seq 0.89-1.10x); the other recurrent families are not measured side by side
-# (a grid-level timing under a varying load could not tell them apart). Not measured on a
+# transformers do not gain (signal 0.54-0.87x, parity_sum 0.83-1.09x, seq2seq 0.89-1.10x);
+# Delétang's 256-unit RNN loses (0.53x); the other recurrent families are not measured side
+# by side (a grid-level timing under a varying load could not tell them apart). Not measured on a
 # GPU yet (scripts/gpu_check.sh measures it): none there until it is.
 AUTO_FAMILIES: dict[str, tuple[str, ...]] = {"cpu": ("echo/rnn", "echo/lstm"), "cuda": ()}
 
