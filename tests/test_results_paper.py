@@ -27,6 +27,7 @@ def _runs() -> pd.DataFrame:
                 "status": "ok",
                 "selected": selected,
                 "range_ood/acc": score,
+                "chance": 0.5,
             }
         )
     # reverse_string / lstm: all at chance, one failed run not counted
@@ -49,6 +50,7 @@ def test_our_maximum_against_theirs_with_the_reported_seeds_mean_beside_it():
     assert len(table) == 2  # only the rows the grid ran
     parity = table.loc[("parity_check", "rnn")]
     assert parity["paper"] == 100.0 and parity["max"] == pytest.approx(95.0)
+    assert parity["chance"] == pytest.approx(50.0)
     assert parity["runs"] == 6 and parity["n"] == 4
     assert parity["mean"] == pytest.approx(68.0)  # (50 + 60 + 92 + 70) / 4
     assert parity["solved_seeds"] == 1 and parity["verdict"] == "agree"

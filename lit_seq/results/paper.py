@@ -9,7 +9,8 @@ same score (``range_ood/acc``: the accuracy averaged over the test lengths past 
 - ``mean [95% bootstrap]`` over the reported seeds (those that ran at the rate the row's
   ``select:`` chose on validation) and how many of them reach 90 (Wilson interval);
 - ``verdict``: ``agree`` when both the paper's number and our maximum are >= 90 (solved) or
-  both below; ``disagree`` otherwise. Like for like: our maximum against theirs; the mean and
+  both below; ``disagree`` otherwise. ``chance`` (the task's, x 100) beside it: two unsolved
+  rows agree on the verdict even when one is well above chance and the other at it. Like for like: our maximum against theirs; the mean and
   the success rate say how much of our maximum one lucky run carries.
 
 A row is found by its runs' ``task`` and ``arch``. The paper's numbers were read from its
@@ -87,7 +88,8 @@ DELETANG_2023 = [
 ]
 PAPERS = {"deletang2023": DELETANG_2023}
 
-PAPER_COLUMNS = ["task", "arch", "paper", "paper_solved", "max", "runs", "mean", "ci_low"]
+PAPER_COLUMNS = ["task", "arch", "chance", "paper", "paper_solved", "max", "runs", "mean"]
+PAPER_COLUMNS += ["ci_low"]
 PAPER_COLUMNS += ["ci_high", "n", "solved_seeds", "solved_low", "solved_high", "verdict"]
 PAPER_COLUMNS += ["source"]
 
@@ -109,10 +111,13 @@ def side_by_side(runs: pd.DataFrame, rows: list[PaperRow]) -> pd.DataFrame:
         hits, n = success_rate(values, SOLVED)
         low, high = wilson_interval(hits, n)
         ours_solved = every.max() >= SOLVED
+        known = mine["chance"] if "chance" in mine else pd.Series(dtype=float)
+        chance = pd.to_numeric(known, errors="coerce").dropna()
         lines.append(
             {
                 "task": row.task,
                 "arch": row.arch,
+                "chance": chance.iloc[0] * 100 if len(chance) else None,
                 "paper": row.score,
                 "paper_solved": row.solved,
                 "max": every.max(),
@@ -137,7 +142,8 @@ def _pct(value: float) -> str:
 
 def paper_markdown(table: pd.DataFrame, name: str) -> str:
     """``table`` as the page's Markdown table, with its tally of verdicts."""
-    header = ["task", "arch", "paper", "ours: max over runs", "ours: mean [95% bootstrap]"]
+    header = ["task", "arch", "chance", "paper", "ours: max over runs"]
+    header += ["ours: mean [95% bootstrap]"]
     header += ["seeds >= 90 [Wilson]", "verdict"]
     body = []
     for _, r in table.iterrows():
@@ -149,6 +155,7 @@ def paper_markdown(table: pd.DataFrame, name: str) -> str:
             [
                 r["task"],
                 r["arch"],
+                _pct(r["chance"]),
                 paper,
                 f"{_pct(r['max'])} ({int(r['runs'])} runs)",
                 f"{_pct(r['mean'])} [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]",
