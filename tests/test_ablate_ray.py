@@ -56,7 +56,9 @@ def ray_smoke(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """The smoke grid through the command line, which starts (and stops) its own Ray."""
     out = tmp_path_factory.mktemp("ray_smoke") / "out"
     started = time.perf_counter()
-    result = driver(SMOKE, "--out", out, "--wandb", "off", "--executor", "ray")
+    # Ray's start-up alone takes minutes on a loaded 2-core machine (240 s timed out at load
+    # 3-4 beside a running grid): a longer guard against a hang
+    result = driver(SMOKE, "--out", out, "--wandb", "off", "--executor", "ray", timeout=600)
     print(f"smoke grid through ray: {time.perf_counter() - started:.1f} s wall")
     return out, result
 
