@@ -38,13 +38,10 @@ from pathlib import Path
 
 from lit_seq.ablate.axes import AXES, config_path
 from lit_seq.ablate.common import BadGrid
+from lit_seq.ablate.sweep import check_sweep
 from lit_seq.record import format_value
 from lit_seq.results.selection import (
     MIN_SELECT_SEEDS,
-    MIN_SWEEP_SPAN,
-    MIN_SWEEP_VALUES,
-    narrow_sweep,
-    wide_sweep,
 )
 from lit_seq.util.assets import CONFIG_DIR, PACKAGE_DIR, config_file, find_file, shipped_name
 from lit_seq.util.safe_yaml import YamlError, load_yaml
@@ -149,41 +146,11 @@ def _check_wandb(wandb: object, where: str) -> dict:
     return dict(wandb)
 
 
-def _check_sweep(select: dict, axis: str, values: list, where: str) -> tuple[str, int]:
-    """(``select.sweep_reason``, ``select.extend``), checked: a learning-rate sweep meets the
-    default of ``lit_seq.results.selection`` (at least 4 rates spanning 30x) unless the
-    block says why not; ``extend`` needs a sweep of positive numbers to step geometrically."""
-    reason = select.get("sweep_reason", "")
-    if not isinstance(reason, str) or ("sweep_reason" in select and not reason.strip()):
-        raise BadGrid(
-            f"{where}: select.sweep_reason={reason!r} must be a sentence saying why the sweep "
-            "is what it is (the tables print it beside the value chosen)"
-        )
-    if config_path(axis, where) == AXES["lr"] and not reason and (why := narrow_sweep(values)):
-        raise BadGrid(
-            f"{where}: axes.{axis}={values!r} {why}; a select: block sweeps at least "
-            f"{MIN_SWEEP_VALUES} learning rates spanning at least {MIN_SWEEP_SPAN:g}x (max/min), "
-            f"e.g. {wide_sweep(values)}, or states why not in select.sweep_reason"
-        )
-    extend = select.get("extend", 0)
-    if isinstance(extend, bool) or not isinstance(extend, int) or extend < 0:
-        raise BadGrid(
-            f"{where}: select.extend={extend!r} must be an integer >= 0: how many values the "
-            f"grid may add past the end of the {axis} sweep its winner sits at"
-        )
-    if extend and narrow_sweep(values) == "must be positive numbers":
-        raise BadGrid(
-            f"{where}: select.extend={extend} steps the {axis} sweep geometrically, so axes."
-            f"{axis} must be positive numbers, got {values!r}"
-        )
-    return reason.strip(), extend
-
-
 def _check_select(select: object, axes: dict, grid_seeds: list, where: str) -> dict:
     """A block's ``select: {axis: lr, metric: val/acc, seeds: [100, 101, 102]}``: the axis
     must vary in the block; the values compete on ``seeds`` (the rule and why:
     ``lit_seq.results.selection``), at least MIN_SELECT_SEEDS of them, none a grid seed;
-    ``sweep_reason`` and ``extend`` as :func:`_check_sweep` says."""
+    ``sweep_reason`` and ``extend`` as :func:`lit_seq.ablate.sweep.check_sweep` says."""
     if select is None:
         return {}
     select = _check_keys(select, SELECT_KEYS, f"{where}: select")
@@ -216,7 +183,7 @@ def _check_select(select: object, axes: dict, grid_seeds: list, where: str) -> d
             f"{axis} would be in the mean it reports, lucky on average; use seeds the grid "
             f"does not list, e.g. {suggestion}"
         )
-    reason, extend = _check_sweep(select, axis, axes[axis], where)
+    reason, extend = check_sweep(select, axis, axes[axis], where)
     return {
         "axis": axis,
         "metric": metric or "",
