@@ -196,10 +196,13 @@ def _assert_equal_runs(member, solo, member_dir: Path, solo_dir: Path, tol: floa
 )
 def test_a_member_trains_exactly_as_its_solo_run_in_float64(tmp_path, config):
     lrs = ["--model.init_args.lr=0.01", "--model.init_args.lr=0.003"]
-    members = [_args(config, tmp_path / f"m{k}", k, lrs[k]) for k in range(2)]
+    # smaller evaluation sets (equal is equal at any size); signal's are 100 a class already
+    small = ["--data.init_args.n_val=100", "--data.init_args.n_test=100"]
+    small = [] if config.startswith("signal") else small
+    members = [_args(config, tmp_path / f"m{k}", k, lrs[k], *small) for k in range(2)]
     outcomes = fit_population(members)
     for k, outcome in enumerate(outcomes):
-        solo = fit.cli_main(_args(config, tmp_path / f"s{k}", k, lrs[k]))
+        solo = fit.cli_main(_args(config, tmp_path / f"s{k}", k, lrs[k], *small))
         _assert_equal_runs(outcome, solo, tmp_path / f"m{k}", tmp_path / f"s{k}")
         # every file a solo fit writes, and its checkpoint scores as its record says
         names = {p.name for p in (tmp_path / f"s{k}").iterdir()}
@@ -286,8 +289,8 @@ def test_a_killed_packed_grid_resumes_with_nothing_lost_or_duplicated(tmp_path):
     body = """seeds: [0, 1, 2]
 blocks:
 - {name: short, axes: {task: [echo], arch: [rnn]}}
-- {name: long, axes: {task: [echo], arch: [rnn], trainer.max_steps: [3000],
-                      trainer.val_check_interval: [1000]}}
+- {name: long, axes: {task: [echo], arch: [rnn], trainer.max_steps: [800],
+                      trainer.val_check_interval: [400]}}
 """
     grid = write_grid(tmp_path, "killpack", body)
     out = tmp_path / "out"

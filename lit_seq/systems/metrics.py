@@ -8,7 +8,7 @@ are scored (echo skips t < lag, seq2seq skips padding).
 
 import torch
 from torch import Tensor
-from torchmetrics import Metric
+from torchmetrics import Metric, MetricCollection
 
 
 def _check_shapes(preds: Tensor, target: Tensor, mask: Tensor | None) -> Tensor:
@@ -68,6 +68,13 @@ class SequenceExactMatch(_Fraction):
         row_ok = ((preds == target) | ~mask).all(dim=1)  # (B,)
         self.correct += row_ok.sum()
         self.total += row_ok.numel()
+
+
+def step_metrics() -> MetricCollection:
+    """The sequence-output tasks' metrics: ``acc`` (per scored position) and ``exact``."""
+    return MetricCollection(
+        {"acc": StepAccuracy(), "exact": SequenceExactMatch()}, compute_groups=False
+    )
 
 
 def masked_mean(values: Tensor, mask: Tensor) -> Tensor:

@@ -7,7 +7,7 @@ from torchmetrics import MetricCollection
 from lit_seq.data.seq2seq import BOS, EOS, PAD
 from lit_seq.models import build_seq2seq
 from lit_seq.systems.base import SequenceSystem
-from lit_seq.systems.metrics import SequenceExactMatch, StepAccuracy
+from lit_seq.systems.metrics import step_metrics
 
 
 class Seq2Seq(SequenceSystem):
@@ -44,9 +44,7 @@ class Seq2Seq(SequenceSystem):
         )
 
     def build_metrics(self) -> MetricCollection:
-        return MetricCollection(
-            {"acc": StepAccuracy(), "exact": SequenceExactMatch()}, compute_groups=False
-        )
+        return step_metrics()
 
     def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
         return self.net(src, tgt_in)  # (B, T, V) logits

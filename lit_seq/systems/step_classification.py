@@ -6,7 +6,7 @@ from torchmetrics import MetricCollection
 
 from lit_seq.models import PerStepHead
 from lit_seq.systems.base import SequenceSystem
-from lit_seq.systems.metrics import SequenceExactMatch, StepAccuracy, masked_mean
+from lit_seq.systems.metrics import masked_mean, step_metrics
 
 
 class StepClassification(SequenceSystem):
@@ -41,9 +41,7 @@ class StepClassification(SequenceSystem):
         return 1.0 / self.hparams.out_features
 
     def build_metrics(self) -> MetricCollection:
-        return MetricCollection(
-            {"acc": StepAccuracy(), "exact": SequenceExactMatch()}, compute_groups=False
-        )
+        return step_metrics()
 
     def forward(self, x: Tensor) -> Tensor:
         return self.net(x)  # (B, T, C) logits

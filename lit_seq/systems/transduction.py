@@ -12,7 +12,7 @@ from torchmetrics import MetricCollection
 
 from lit_seq.models import AppendedOutputHead
 from lit_seq.systems.base import SequenceSystem
-from lit_seq.systems.metrics import SequenceExactMatch, StepAccuracy
+from lit_seq.systems.metrics import step_metrics
 
 
 class Transduction(SequenceSystem):
@@ -52,9 +52,7 @@ class Transduction(SequenceSystem):
         return 1.0 / self.hparams.out_features
 
     def build_metrics(self) -> MetricCollection:
-        return MetricCollection(
-            {"acc": StepAccuracy(), "exact": SequenceExactMatch()}, compute_groups=False
-        )
+        return step_metrics()
 
     def forward(self, x: Tensor, n_out: int) -> Tensor:
         return self.net(x, n_out)  # (B, n_out, C) logits
