@@ -61,11 +61,6 @@ def stack_weights(systems: list[nn.Module]) -> dict[str, Tensor]:
     return {n: torch.stack([p[n].detach() for p in per_member]).clone() for n in names}
 
 
-def member_weights(stacked: dict[str, Tensor], k: int) -> dict[str, Tensor]:
-    """Member ``k``'s weights (views of row k), named as in its system."""
-    return {name: tensor[k] for name, tensor in stacked.items()}
-
-
 def _aliases(module: nn.Module) -> dict[str, str]:
     """Each attribute holding a parameter (tied weights sit in several) -> the parameter's
     first name. A module reached by two paths (seq2seq's shared embedding) counts once:
