@@ -148,8 +148,11 @@ def paper_markdown(table: pd.DataFrame, name: str) -> str:
     body = []
     for _, r in table.iterrows():
         paper = _pct(r["paper"]) or ("solved" if r["paper_solved"] else "unsolved") + " (text)"
-        rate = f"{int(r['solved_seeds'])}/{int(r['n'])}"
+        # a row whose reported seeds have not run yet (a grid in progress) says so
+        mean, rate = "no reported seed yet", ""
         if r["n"]:
+            mean = f"{_pct(r['mean'])} [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]"
+            rate = f"{int(r['solved_seeds'])}/{int(r['n'])}"
             rate += f" [{r['solved_low']:.2f}, {r['solved_high']:.2f}]"
         body.append(
             [
@@ -158,7 +161,7 @@ def paper_markdown(table: pd.DataFrame, name: str) -> str:
                 _pct(r["chance"]),
                 paper,
                 f"{_pct(r['max'])} ({int(r['runs'])} runs)",
-                f"{_pct(r['mean'])} [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]",
+                mean,
                 rate,
                 r["verdict"],
             ]
