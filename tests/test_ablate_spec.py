@@ -135,8 +135,8 @@ def test_shipped_grid_sizes(shipped):
     # 10 reported seeds at the chosen one
     assert sizes["chomsky"] == 27 * (3 * 3 + 10)
     assert sizes["pe_extrapolation"] == 3 * 7 * (4 * 3 + 10)  # 3 tasks x 7 encodings
-    # the budget checks of the chomsky grid: 2 rows x 10 seeds, 6 rows x 3 seeds
-    assert sizes["chomsky_budget"] == 2 * 10 and sizes["chomsky_budget_rows"] == 6 * 3
+    # the budget checks of the chomsky grid: 2 rows x 10 seeds, 7 rows x 3 seeds
+    assert sizes["chomsky_budget"] == 2 * 10 and sizes["chomsky_budget_rows"] == 7 * 3
 
 
 def test_chomsky_grid_keeps_deletangs_lengths(shipped):
