@@ -1,10 +1,10 @@
 """The shared LightningModule anatomy of every lit_seq system.
 
 A *system* (Lightning's "systems vs models" split) receives a plain ``nn.Module`` network
-and owns what training needs around it: loss, metrics, optimizer and schedule. The
-subclasses differ only in the network they build, their loss and their metrics; this
-base class owns the backbone options, the optimizer and schedule, and the logging keys
-``train/loss``, ``lr``, ``val/<metric>``, ``test/<metric>`` and ``test_len{L}/<metric>``.
+and owns what training needs around it. The subclasses differ only in the network they
+build, their loss and their metrics; this base class owns the backbone options, the
+optimizer and schedule, and the logging keys ``train/loss``, ``lr``, ``val/<metric>``,
+``test/<metric>`` and ``test_len{L}/<metric>``.
 """
 
 import inspect
@@ -32,10 +32,9 @@ from lit_seq.util.checks import check_choice, check_float, check_int
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
 
-# A loss this many times the first training loss (or than DIVERGED_FACTOR itself, when the
-# first loss is below 1) is a diverged run: training lowers a loss, and the losses here
-# (cross-entropy, BCE, MSE of scaled targets) start at O(1), so a million times that is no
-# model any more (echo / rnn at lr 1e30 reaches 1e30, finite: without a bound it ends "ok").
+# A loss this many times the first training loss (or than this itself, when the first loss
+# is below 1) is a diverged run: the losses here start at O(1), so a million times that is
+# no model any more (echo / rnn at lr 1e30 reaches 1e30, finite: unbounded, it ends "ok").
 DIVERGED_FACTOR = 1e6
 
 # max_len of a system built without data (tests, notebooks): the one the builders default to
@@ -304,10 +303,8 @@ class SequenceSystem(L.LightningModule):
         self._last_train_loss = loss.detach()
         if self.first_train_loss is None:
             self.first_train_loss = float(loss.detach())  # one wait for the device, once
-        # Loggers only write every log_every_n_steps, and each self.log call costs about a
-        # millisecond of Lightning bookkeeping: a measurable share of a small model's step on
-        # a CPU. So log on exactly the steps that get written, and on the last one so that
-        # the progress bar ends on the final loss.
+        # each self.log costs ~1 ms of Lightning bookkeeping: log only on the steps loggers
+        # write, and on the last one (the progress bar ends on the final loss)
         if self._written_this_step():
             self.log("train/loss", loss, prog_bar=True)
             self.log("lr", self.optimizers().param_groups[0]["lr"])
@@ -351,9 +348,8 @@ class SequenceSystem(L.LightningModule):
         metrics = self.test_metrics[prefix]
         loss = self.evaluate(batch, metrics)
         self.log(f"{prefix}/loss", loss, add_dataloader_idx=False)
-        # A logged Metric is a reference: Lightning computes it at the loop's end over every
-        # batch `evaluate` fed it. Registering it once per loop is enough, and re-logging it
-        # every batch cost ~1 ms a metric a batch (a third of a small model's test).
+        # a logged Metric is computed at the loop's end over every batch fed to it: log it
+        # once (every batch cost ~1 ms a metric a batch, a third of a small model's test)
         if batch_idx == 0:
             self.log_dict(metrics, add_dataloader_idx=False)
 
