@@ -40,9 +40,7 @@ from lit_seq.ablate.axes import AXES, config_path
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.sweep import check_sweep
 from lit_seq.record import format_value
-from lit_seq.results.selection import (
-    MIN_SELECT_SEEDS,
-)
+from lit_seq.results.selection import MIN_SELECT_SEEDS
 from lit_seq.util.assets import CONFIG_DIR, PACKAGE_DIR, config_file, find_file, shipped_name
 from lit_seq.util.safe_yaml import YamlError, load_yaml
 
