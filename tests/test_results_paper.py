@@ -83,4 +83,23 @@ def test_a_row_whose_reported_seeds_have_not_run_says_so():
     table = side_by_side(runs[runs["selected"].eq(False)], DELETANG_2023)
     text = paper_markdown(table, "deletang2023")
     line = next(row for row in text.splitlines() if row.startswith("| parity_check | rnn"))
-    assert "95.0 (2 runs) | no reported seed yet |  | agree |" in line
+    assert "95.0 (2 runs) |  | no reported seed yet |  | agree |" in line
+
+
+def test_both_unsolved_agrees_only_where_some_run_of_ours_fits_the_training_length():
+    # reverse_string / lstm is unsolved on both sides (55 vs 60.9): with a run that fits N
+    # (val 0.95) it agrees; with none (best val 0.62) the row is inconclusive, not agree
+    runs = _runs()
+    fit = runs.assign(**{"val/acc": [0.99, 0.5, 0.5, 0.6, 0.97, 0.7, 0.95, 0.62, 0.99]})
+    table = side_by_side(fit, DELETANG_2023).set_index(["task", "arch"])
+    assert table.loc[("reverse_string", "lstm"), "fits"] == pytest.approx(95.0)
+    assert table.loc[("reverse_string", "lstm"), "verdict"] == "agree"
+    unfit = runs.assign(**{"val/acc": [0.99, 0.5, 0.5, 0.6, 0.97, 0.7, 0.55, 0.62, 0.99]})
+    table = side_by_side(unfit, DELETANG_2023)
+    row = table.set_index(["task", "arch"]).loc[("reverse_string", "lstm")]
+    assert row["fits"] == pytest.approx(62.0)  # the failed run's 0.99 does not count
+    assert row["verdict"] == "inconclusive"
+    text = paper_markdown(table, "deletang2023")
+    assert "1 of 2 rows agree" in text and "1 inconclusive" in text
+    line = next(r for r in text.splitlines() if r.startswith("| reverse_string | lstm"))
+    assert "| 55.0 (2 runs) | 62.0 |" in line and line.endswith("| inconclusive |")

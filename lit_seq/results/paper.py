@@ -8,10 +8,16 @@ same score (``range_ood/acc``: the accuracy averaged over the test lengths past 
   paper's number: "we report the maximum score instead of the average", their Section 4);
 - ``mean [95% bootstrap]`` over the reported seeds (those that ran at the rate the row's
   ``select:`` chose on validation) and how many of them reach 90 (Wilson interval);
-- ``verdict``: ``agree`` when both the paper's number and our maximum are >= 90 (solved) or
-  both below; ``disagree`` otherwise. ``chance`` (the task's, x 100) beside it: two unsolved
-  rows agree on the verdict even when one is well above chance and the other at it. Like for like: our maximum against theirs; the mean and
-  the success rate say how much of our maximum one lucky run carries.
+- ``fits``: the highest validation accuracy (at the training length N, x 100) of any ok run
+  of the row: whether any of our runs learnt the training distribution at all;
+- ``verdict``: ``agree`` when both the paper's number and our maximum are >= 90 (solved), or
+  both are below and some run of ours fits N (``fits`` >= 90: it learnt the task in
+  distribution and failed past it, the paper's "unsolved"); ``inconclusive`` when both are
+  below but no run of ours fits N (a model that never learnt the task says nothing about
+  its extrapolation: the budget or setup failed, not the extrapolation); ``disagree``
+  otherwise. A grid without validation scores leaves ``fits`` empty and both-unsolved rows
+  ``agree``. ``chance`` (the task's, x 100) beside it. Like for like: our maximum against
+  theirs; the mean and the success rate say how much of our maximum one lucky run carries.
 
 A row is found by its runs' ``task`` and ``arch``. The paper's numbers were read from its
 text as cited in ``source``; where the text states the verdict but the number could not be
@@ -30,6 +36,7 @@ from lit_seq.results.stats import bootstrap_interval, success_rate, wilson_inter
 
 SOLVED = 90.0  # their bold: a score >= 90% solves the task
 SCORE = f"{RANGE_OOD}/acc"  # their score: per-sequence accuracy averaged over the test lengths
+FITS = "val/acc"  # accuracy at the training length: did the run learn the task at all
 
 
 @dataclass(frozen=True)
@@ -88,7 +95,7 @@ DELETANG_2023 = [
 ]
 PAPERS = {"deletang2023": DELETANG_2023}
 
-PAPER_COLUMNS = ["task", "arch", "chance", "paper", "paper_solved", "max", "runs", "mean"]
+PAPER_COLUMNS = ["task", "arch", "chance", "paper", "paper_solved", "max", "runs", "fits", "mean"]
 PAPER_COLUMNS += ["ci_low"]
 PAPER_COLUMNS += ["ci_high", "n", "solved_seeds", "solved_low", "solved_high", "verdict"]
 PAPER_COLUMNS += ["source"]
@@ -111,6 +118,7 @@ def side_by_side(runs: pd.DataFrame, rows: list[PaperRow]) -> pd.DataFrame:
         hits, n = success_rate(values, SOLVED)
         low, high = wilson_interval(hits, n)
         ours_solved = every.max() >= SOLVED
+        fits = pd.to_numeric(mine[FITS], errors="coerce").max() * 100 if FITS in mine else None
         known = mine["chance"] if "chance" in mine else pd.Series(dtype=float)
         chance = pd.to_numeric(known, errors="coerce").dropna()
         lines.append(
@@ -122,6 +130,7 @@ def side_by_side(runs: pd.DataFrame, rows: list[PaperRow]) -> pd.DataFrame:
                 "paper_solved": row.solved,
                 "max": every.max(),
                 "runs": len(every),
+                "fits": fits,
                 "mean": interval.mean,
                 "ci_low": interval.low,
                 "ci_high": interval.high,
@@ -129,11 +138,19 @@ def side_by_side(runs: pd.DataFrame, rows: list[PaperRow]) -> pd.DataFrame:
                 "solved_seeds": hits,
                 "solved_low": low,
                 "solved_high": high,
-                "verdict": "agree" if ours_solved == row.solved else "disagree",
+                "verdict": _verdict(ours_solved, row.solved, fits),
                 "source": row.source,
             }
         )
     return pd.DataFrame(lines, columns=PAPER_COLUMNS)
+
+
+def _verdict(ours_solved: bool, paper_solved: bool, fits: float | None) -> str:
+    if ours_solved != paper_solved:
+        return "disagree"
+    if not ours_solved and fits is not None and not pd.isna(fits) and fits < SOLVED:
+        return "inconclusive"  # unsolved on both sides, but ours never learnt N either
+    return "agree"
 
 
 def _pct(value: float) -> str:
@@ -142,7 +159,7 @@ def _pct(value: float) -> str:
 
 def paper_markdown(table: pd.DataFrame, name: str) -> str:
     """``table`` as the page's Markdown table, with its tally of verdicts."""
-    header = ["task", "arch", "chance", "paper", "ours: max over runs"]
+    header = ["task", "arch", "chance", "paper", "ours: max over runs", "fits N: best val"]
     header += ["ours: mean [95% bootstrap]"]
     header += ["seeds >= 90 [Wilson]", "verdict"]
     body = []
@@ -161,14 +178,17 @@ def paper_markdown(table: pd.DataFrame, name: str) -> str:
                 _pct(r["chance"]),
                 paper,
                 f"{_pct(r['max'])} ({int(r['runs'])} runs)",
+                _pct(r["fits"]),
                 mean,
                 rate,
                 r["verdict"],
             ]
         )
-    agree = int((table["verdict"] == "agree").sum())
+    count = table["verdict"].value_counts()
+    agree, open_ = int(count.get("agree", 0)), int(count.get("inconclusive", 0))
     title = (
         f"### Beside {name}: {agree} of {len(table)} rows agree on solved (score >= 90) or "
-        "not, our maximum over runs against theirs"
+        f"not, our maximum over runs against theirs; {open_} inconclusive (unsolved on "
+        "both sides, but no run of ours fits the training length N: best val < 90)"
     )
     return f"{title}\n\n" + markdown_table(header, body)
