@@ -75,7 +75,12 @@ def test_a_claim_is_a_sentence_or_a_table_row():
 
 # The pages published before the claim rule: they quote t intervals without rows and are
 # rewritten when their grids are republished under the results protocol (issue 25).
-REPUBLISH_PENDING = {"docs/results/README.md", "docs/results/chomsky.md", "docs/findings.md"}
+REPUBLISH_PENDING = {
+    "docs/results/README.md",
+    "docs/results/chomsky.md",
+    "docs/results/pe_extrapolation.md",
+    "docs/findings.md",
+}
 PAGES = ["README.md", *sorted(REPUBLISH_PENDING)]
 
 
