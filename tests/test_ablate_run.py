@@ -257,3 +257,22 @@ def test_a_wandb_failure_is_handled_in_the_fit_and_never_retrains(tmp_path, monk
     )
     assert record.warning == f"W&B: {record.wandb_error}"
     assert FitResult.read(record.run_dir).wandb_error == record.wandb_error
+
+
+@pytest.mark.integration
+def test_a_grid_naming_a_paper_writes_its_rows_beside_the_papers(tmp_path):
+    body = """paper: deletang2023
+blocks:
+- name: parity
+  config: configs/deletang/parity_check/rnn.yaml
+  overrides: {data.init_args.length: 8, model.init_args.d_model: 8, range_eval.max_factor: 2,
+              range_eval.step: 4, range_eval.n: 8, range_eval.sub_batch: 8}
+"""
+    out = tmp_path / "out"
+    result = driver(write_grid(tmp_path, "paper", body), "--out", out, "--wandb", "off")
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = pd.read_csv(out / "paper.csv")
+    assert list(zip(rows["task"], rows["arch"], rows["paper"], strict=True)) == [
+        ("parity_check", "rnn", 100.0)
+    ]
+    assert "| parity_check | rnn | 50.0 | 100.0 |" in (out / "paper.md").read_text()

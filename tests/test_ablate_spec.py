@@ -417,3 +417,13 @@ def test_every_axis_value_reaches_what_it_names(key, tmp_path):
     cli = build_cli([*base, *run.overrides, f"--run_dir={tmp_path / 'run'}"])
     default = build_cli([*base, f"--run_dir={tmp_path / 'default'}"])
     assert _built(cli, where, name) == value != _built(default, where, name)
+
+
+def test_a_grid_names_a_known_paper_or_is_refused_with_the_known_ones():
+    assert spec()["paper"] is None
+    assert spec(paper="deletang2023")["paper"] == "deletang2023"
+    with pytest.raises(BadGrid) as error:
+        spec(paper="deletang2024")
+    assert str(error.value) == (
+        "grid: paper='deletang2024' is not a known paper; allowed: ['deletang2023']"
+    )

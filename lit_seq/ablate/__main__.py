@@ -258,7 +258,7 @@ def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
                 ready.append(resolved)
         if ready:
             execute(longest_first(ready), job, progress.start, progress.finish)
-    _, aggregate, plots = build_report(out_dir, console)
+    _, aggregate, plots = build_report(out_dir, console, paper=spec.get("paper"))
     config = {"grid": spec, "runs": len(runs), "out_dir": str(out_dir)}
     log_summary(
         out_dir,

@@ -13,7 +13,8 @@ plus axes, so an axis that only makes sense for one model (``readout`` for the c
 
 A grid may name where its W&B runs go: ``wandb: {project: P, entity: E}`` (the driver's
 ``--wandb-project`` / ``--wandb-entity`` win over it, and it wins over ``WANDB_PROJECT`` /
-``WANDB_ENTITY``). A block names its base config with ``config: configs/echo/lstm.yaml`` or with ``task`` and
+``WANDB_ENTITY``). ``paper: deletang2023`` makes the grid's report also write ``paper.{csv,md}``,
+the grid beside that paper's published rows (``lit_seq.results.paper``). A block names its base config with ``config: configs/echo/lstm.yaml`` or with ``task`` and
 ``arch`` axes (-> ``configs/<task>/<arch>.yaml``). Later settings win: grid overrides, then
 block overrides, then the block's axes. A block with ``select: {axis: lr, seeds: [100, 101,
 102]}`` runs every rate on those seeds, then the grid's seeds at the rate whose mean
@@ -40,11 +41,12 @@ from lit_seq.ablate.axes import AXES, config_path
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.sweep import check_sweep
 from lit_seq.record import format_value
+from lit_seq.results.paper import PAPERS
 from lit_seq.results.selection import MIN_SELECT_SEEDS
 from lit_seq.util.assets import CONFIG_DIR, PACKAGE_DIR, config_file, find_file, shipped_name
 from lit_seq.util.safe_yaml import YamlError, load_yaml
 
-GRID_KEYS = ("name", "description", "seeds", "overrides", "blocks", "ray", "wandb")
+GRID_KEYS = ("name", "description", "seeds", "overrides", "blocks", "ray", "wandb", "paper")
 WANDB_KEYS = ("project", "entity")  # a grid's ``wandb:``: where its W&B runs go
 BLOCK_KEYS = ("name", "config", "axes", "overrides", "select")
 SELECT_KEYS = ("axis", "metric", "seeds", "sweep_reason", "extend")
@@ -216,6 +218,12 @@ def resolve_config(value: object, where: str) -> str:
     return shipped_name(found)
 
 
+def _check_paper(value: object, where: str) -> str | None:
+    if value is not None and value not in PAPERS:
+        raise BadGrid(f"{where}: paper={value!r} is not a known paper; allowed: {sorted(PAPERS)}")
+    return value
+
+
 def parse_spec(raw: object, where: str = "grid") -> dict:
     """Validate a loaded grid and return it normalized (every key present)."""
     raw = _check_keys(raw, GRID_KEYS, where)
@@ -239,6 +247,7 @@ def parse_spec(raw: object, where: str = "grid") -> dict:
         "blocks": [],
         **({"ray": raw["ray"]} if "ray" in raw else {}),  # checked by ray_executor.ray_options
         "wandb": _check_wandb(raw.get("wandb"), where),
+        "paper": _check_paper(raw.get("paper"), where),
     }
     for i, block in enumerate(blocks):
         block = _check_keys(block, BLOCK_KEYS, f"{where}: blocks[{i}]")
