@@ -42,8 +42,10 @@ def unrolled(rnn: nn.RNNBase, x: Tensor) -> Tensor:
         h = x.new_zeros(x.shape[0], rnn.hidden_size)
         c = x.new_zeros(x.shape[0], rnn.hidden_size) if lstm else None
         states = []
-        for t in range(x.shape[1]):
-            pre = projected[:, t] + F.linear(h, w_hh, b_hh)
+        # unbind, not projected[:, t]: the backward of T slices would build T full-size zero
+        # tensors (one per slice); unbind's is one stack
+        for step in projected.unbind(1):
+            pre = step + F.linear(h, w_hh, b_hh)
             if lstm:
                 i, f, g, o = pre.chunk(4, dim=-1)  # torch's gate order
                 c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
