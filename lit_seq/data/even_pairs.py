@@ -1,11 +1,8 @@
 """`even_pairs`: is the number of unequal neighbouring bits (01 or 10) even? (Delétang 2023)."""
 
-import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-from lit_seq.data.base import SyntheticDataModule
-from lit_seq.util.checks import check_int
+from lit_seq.data.bit_string import BitStringClassData
 
 
 def even_pairs_labels(bits: Tensor) -> Tensor:
@@ -18,7 +15,7 @@ def even_pairs_labels(bits: Tensor) -> Tensor:
     return (bits[:, 1:] != bits[:, :-1]).sum(dim=1) % 2
 
 
-class EvenPairsData(SyntheticDataModule):
+class EvenPairsData(BitStringClassData):
     """Sequence classification: the parity of the number of 01 and 10 pairs in random bits.
 
     The regular task of Delétang et al. 2023 (google-deepmind/neural_networks_chomsky_hierarchy,
@@ -35,21 +32,4 @@ class EvenPairsData(SyntheticDataModule):
     """
 
     name = "even_pairs"  # its key in TASKS, configs/<name>/ and every record
-    task_kind = "classification"
-
-    def __init__(self, length: int = 20, n_train: int = 5000, **kwargs) -> None:
-        self.length = check_int("length", length, 1)
-        super().__init__(n_train=n_train, **kwargs)
-
-    @property
-    def in_features(self) -> int:
-        return 2  # one-hot bit
-
-    @property
-    def out_features(self) -> int:
-        return 2  # even, odd
-
-    def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
-        bits = torch.randint(0, 2, (n, length), generator=generator)  # (B, N)
-        x = F.one_hot(bits, num_classes=2).float()  # (B, N, 2)
-        return {"x": x, "y": even_pairs_labels(bits)}
+    labels = staticmethod(even_pairs_labels)

@@ -1,11 +1,8 @@
 """`parity_check`: is the number of ones in a bit string odd? (Delétang et al. 2023)."""
 
-import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-from lit_seq.data.base import SyntheticDataModule
-from lit_seq.util.checks import check_int
+from lit_seq.data.bit_string import BitStringClassData
 
 
 def parity_labels(bits: Tensor) -> Tensor:
@@ -16,7 +13,7 @@ def parity_labels(bits: Tensor) -> Tensor:
     return bits.sum(dim=1) % 2
 
 
-class ParityCheckData(SyntheticDataModule):
+class ParityCheckData(BitStringClassData):
     """Sequence classification: the parity of the number of ones in random bits.
 
     The regular-language task of Delétang et al. 2023, "Neural Networks and the Chomsky
@@ -34,26 +31,4 @@ class ParityCheckData(SyntheticDataModule):
     """
 
     name = "parity_check"  # its key in TASKS, configs/<name>/ and every record
-    task_kind = "classification"
-
-    def __init__(
-        self,
-        length: int = 20,
-        n_train: int = 5000,
-        **kwargs,
-    ) -> None:
-        self.length = check_int("length", length, 1)
-        super().__init__(n_train=n_train, **kwargs)
-
-    @property
-    def in_features(self) -> int:
-        return 2  # one-hot bit
-
-    @property
-    def out_features(self) -> int:
-        return 2  # even, odd
-
-    def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
-        bits = torch.randint(0, 2, (n, length), generator=generator)  # (B, N)
-        x = F.one_hot(bits, num_classes=2).float()  # (B, N, 2)
-        return {"x": x, "y": parity_labels(bits)}
+    labels = staticmethod(parity_labels)
