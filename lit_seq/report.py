@@ -9,7 +9,8 @@ and ``plots/*.png`` in ``DIR``, then prints the summary (the main metric per tas
 cells named as ``lit_seq.compare`` names them) to the grid's, under one BH adjustment; the
 page cites their rows (``python -m lit_seq.results.claims PAGE`` checks it does).
 ``--paper deletang2023`` adds ``paper.{csv,md}``: the grid beside Delétang et al. 2023's
-Table 2 rows (``lit_seq.results.paper``); a grid whose file names ``paper:`` gets it when it ends.
+Table 2 rows (``lit_seq.results.paper``); a grid whose file names ``paper:`` gets them
+when it ends.
 The grid driver calls the same code when a grid ends, so both give identical tables.
 """
 

@@ -13,8 +13,9 @@ plus axes, so an axis that only makes sense for one model (``readout`` for the c
 
 A grid may name where its W&B runs go: ``wandb: {project: P, entity: E}`` (the driver's
 ``--wandb-project`` / ``--wandb-entity`` win over it, and it wins over ``WANDB_PROJECT`` /
-``WANDB_ENTITY``). ``paper: deletang2023`` makes the grid's report also write ``paper.{csv,md}``,
-the grid beside that paper's published rows (``lit_seq.results.paper``). A block names its base config with ``config: configs/echo/lstm.yaml`` or with ``task`` and
+``WANDB_ENTITY``). ``paper: deletang2023`` makes the grid's report also write
+``paper.{csv,md}``, the grid beside that paper's published rows (``lit_seq.results.paper``).
+A block names its base config with ``config: configs/echo/lstm.yaml`` or with ``task`` and
 ``arch`` axes (-> ``configs/<task>/<arch>.yaml``). Later settings win: grid overrides, then
 block overrides, then the block's axes. A block with ``select: {axis: lr, seeds: [100, 101,
 102]}`` runs every rate on those seeds, then the grid's seeds at the rate whose mean
