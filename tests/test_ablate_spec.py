@@ -137,6 +137,7 @@ def test_shipped_grid_sizes(shipped):
     assert sizes["pe_extrapolation"] == 3 * 7 * (4 * 3 + 10)  # 3 tasks x 7 encodings
     # the budget checks of the chomsky grid: 2 rows x 10 seeds, 7 rows x 3 seeds
     assert sizes["chomsky_budget"] == 2 * 10 and sizes["chomsky_budget_rows"] == 7 * 3
+    assert sizes["chomsky_even_pairs_pe"] == 4 * 3  # 4 more encodings x 3 seeds
 
 
 def test_chomsky_grid_keeps_deletangs_lengths(shipped):
