@@ -148,7 +148,7 @@ def side_by_side(runs: pd.DataFrame, rows: list[PaperRow]) -> pd.DataFrame:
 def _verdict(ours_solved: bool, paper_solved: bool, fits: float | None) -> str:
     if ours_solved != paper_solved:
         return "disagree"
-    if not ours_solved and fits is not None and not pd.isna(fits) and fits < SOLVED:
+    if not ours_solved and not pd.isna(fits) and fits < SOLVED:  # None / NaN: not recorded
         return "inconclusive"  # unsolved on both sides, but ours never learnt N either
     return "agree"
 
