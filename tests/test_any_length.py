@@ -65,6 +65,7 @@ def test_a_checkpoint_of_before_data_max_len_builds_its_own_table():
     again.load_state_dict(old.state_dict())
 
 
+@pytest.mark.integration  # spawns the command line
 def test_a_max_len_shorter_than_the_data_is_refused_in_one_line(tmp_path):
     command = [sys.executable, "-m", "lit_seq.fit", "--config", str(SIGNAL)]
     command += ["--model.init_args.max_len", "100", "--run_dir", str(tmp_path / "run")]

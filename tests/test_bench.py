@@ -185,3 +185,16 @@ def test_the_pack_section_compares_packed_and_sequential_runs_of_one_family(tmp_
     assert packed["solo_s"] > 0 and packed["speedup"] == pytest.approx(
         packed["solo_s"] / packed["packed_s"], rel=0.02
     )
+
+
+@pytest.mark.integration
+def test_the_pack_step_section_folds_attention_into_one_call_whatever_k(tmp_path):
+    from lit_seq.bench import pack_step
+
+    result = pack_step.run(quick=True, workdir=tmp_path)
+    one, three = result["rows"]
+    assert (one["k"], three["k"]) == (1, 3) and result["passed"]
+    # folded: the same ops for 1 member or 3; vmap's loop over members: more with K
+    assert one["folded_ops"] == three["folded_ops"] < three["looped_ops"]
+    assert three["looped_ops"] > one["looped_ops"]
+    assert min(three["folded_ms"], three["looped_ms"], three["solo_ms"]) > 0

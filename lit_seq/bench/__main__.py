@@ -2,8 +2,8 @@
 
     python -m lit_seq.bench [--out FILE.json] [--sections overhead,datagen,...] [--quick]
 
-Sections: overhead, datagen, time_to_quality, grid, memory, utilisation, pack (default:
-all). Prints one table per section and writes them all as JSON. ``--quick`` shrinks every step count to a
+Sections: overhead, datagen, time_to_quality, grid, memory, utilisation, pack, pack_step
+(default: all). Prints one table per section and writes them all as JSON. ``--quick`` shrinks every step count to a
 smoke run (about a minute; the numbers then mean nothing). A section that crashes is
 recorded with its error and the others still run; the exit code is then 1.
 
@@ -32,7 +32,16 @@ import torch  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from lit_seq.bench import datagen, grid, memory, overhead, pack, quality, utilisation  # noqa: E402
+from lit_seq.bench import (  # noqa: E402
+    datagen,
+    grid,
+    memory,
+    overhead,
+    pack,
+    pack_step,
+    quality,
+    utilisation,
+)
 from lit_seq.bench.common import device_name, log  # noqa: E402
 from lit_seq.util.assets import PACKAGE_DIR  # noqa: E402
 from lit_seq.util.io import atomic_write_json  # noqa: E402
@@ -72,6 +81,11 @@ SECTIONS = {
         ["task", "arch", "k", "solo_s", "packed_s", "solo_steps_per_s", "packed_steps_per_s"]
         + ["speedup", "loop_speedup", "first_loss_diff", "max_loss_diff", "max_metric_diff"]
         + ["float64_diff"],
+    ),
+    "pack_step": (
+        pack_step.run,
+        ["task", "arch", "k", "folded_ms", "looped_ms", "solo_ms", "folded_vs_looped"]
+        + ["folded_vs_solo", "folded_ops", "looped_ops"],
     ),
 }
 # section-level fields worth a line under the table

@@ -1,4 +1,5 @@
-"""`even_pairs`: is the number of unequal neighbouring bits (01 or 10) even? (Delétang 2023)."""
+"""`even_pairs`: the parity of the number of unequal neighbouring bits (01 or 10; 1 = odd),
+Delétang et al. 2023's regular task."""
 
 from torch import Tensor
 

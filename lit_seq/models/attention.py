@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from lit_seq.models.stacking import MembersAsBatchAttention, in_stacked_call
+
 
 def causal_mask(T: int, device: torch.device | str | None = None) -> Tensor:
     """Lower-triangular mask: query i may attend to keys j <= i.
@@ -290,9 +292,12 @@ class MultiHeadAttention(nn.Module):
             # Causal without padding or bias uses is_causal so the flash kernel stays eligible.
             is_causal = causal and allowed is None
             mask = allowed if bias is None else _bias_mask(bias, allowed, q.dtype)
-            y = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=p_drop, is_causal=is_causal
-            )  # (B, H, T, dh)
+            if in_stacked_call() and p_drop == 0.0:  # a population's members: one call
+                y = MembersAsBatchAttention.apply(q, k, v, mask, is_causal)
+            else:
+                y = F.scaled_dot_product_attention(
+                    q, k, v, attn_mask=mask, dropout_p=p_drop, is_causal=is_causal
+                )  # (B, H, T, dh)
         return self.out_proj(self._merge_heads(y)), weights
 
 

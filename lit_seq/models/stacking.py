@@ -3,16 +3,19 @@
 A population (``lit_seq.population``) computes its members' forwards as one vmapped call.
 vmap refuses the fused recurrences (``aten::rnn_tanh``, ``aten::lstm``: no batching rule),
 so inside :func:`stacked_members` recurrent backbones run the same recurrence unrolled
-(``unrolled.py``), as batched matrix products over the K members. (The CPU flash attention
-has no batching rule either: vmap loops over the members there. Attention computed
-explicitly as batched products measured slower still on signal / transformer, K = 9:
-1.5-2.2 s against 1.0-1.5 s a step, so attention keeps its kernel.)
+(``unrolled.py``), as batched matrix products over the K members. The CPU flash attention
+has no batching rule either (vmap would loop over the members): inside a stacked call
+attention runs :class:`MembersAsBatchAttention`, one kernel call over the members' batches.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
 
 _STACKED = contextvars.ContextVar("lit_seq_stacked_members", default=False)
 
@@ -30,3 +33,60 @@ def stacked_members():
 def in_stacked_call() -> bool:
     """Whether the caller runs inside :func:`stacked_members`."""
     return _STACKED.get()
+
+
+class MembersAsBatchAttention(torch.autograd.Function):
+    """``F.scaled_dot_product_attention`` whose vmap rule folds the members into the batch.
+
+    vmap has no batching rule for the CPU flash kernel and falls back to a loop over the K
+    members (K kernel calls a layer, forward and backward). This rule reshapes the members'
+    (K, B, H, T, dh) inputs to (K * B, H, T, dh) and makes one kernel call, the same kernel a
+    solo run calls on its (B, H, T, dh): rows never mix, so each member's attention is its
+    solo run's, and autograd records that call's own backward. No dropout: a population has
+    none. Outside vmap it is plain attention (its backward recomputes the forward).
+    """
+
+    @staticmethod
+    def forward(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, is_causal: bool) -> Tensor:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        q, k, v, mask, is_causal = inputs
+        ctx.save_for_backward(q, k, v, mask)
+        ctx.is_causal = is_causal
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        q, k, v, mask = ctx.saved_tensors
+        needs = ctx.needs_input_grad[:4]
+        with torch.enable_grad():
+            inputs = [
+                None if t is None else t.detach().requires_grad_(need)
+                for t, need in zip((q, k, v, mask), needs, strict=True)
+            ]
+            y = F.scaled_dot_product_attention(
+                *inputs[:3], attn_mask=inputs[3], is_causal=ctx.is_causal
+            )
+            wanted = [t for t, need in zip(inputs, needs, strict=True) if need]
+            found = iter(torch.autograd.grad(y, wanted, grad))
+        return *(next(found) if need else None for need in needs), None
+
+    @staticmethod
+    def vmap(info, in_dims, q, k, v, mask, is_causal):
+        members = info.batch_size
+
+        def members_first(t: Tensor, dim: int | None) -> Tensor:
+            return t.movedim(dim, 0) if dim is not None else t.expand(members, *t.shape)
+
+        q, k, v = (members_first(t, d) for t, d in zip((q, k, v), in_dims[:3], strict=True))
+        batch = q.shape[1]
+        folded = [t.reshape(members * batch, *t.shape[2:]) for t in (q, k, v)]
+        if mask is not None and in_dims[3] is not None:  # one mask a member: (K, [B|1, ..] T, S)
+            mask = members_first(mask, in_dims[3])
+            mask = mask.reshape(members, *[1] * (5 - mask.dim()), *mask.shape[1:])
+            mask = mask.expand(members, batch, *mask.shape[2:])
+            mask = mask.reshape(members * batch, *mask.shape[2:])
+        # on the unbatched tensors: autograd records the kernel itself (and its backward)
+        y = F.scaled_dot_product_attention(*folded, attn_mask=mask, is_causal=is_causal)
+        return y.reshape(members, batch, *y.shape[1:]), 0

@@ -25,6 +25,7 @@ made) are not claims. Worked example: a row C1 with difference 0.2291, interval
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from dataclasses import dataclass
@@ -163,7 +164,14 @@ def check_page(page: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    pages = argv if argv is not None else sys.argv[1:]
+    parser = argparse.ArgumentParser(
+        prog="python -m lit_seq.results.claims",
+        description="Check that every comparison a results page states cites a row of its "
+        "comparisons table and quotes that row's numbers; exit 1 naming each line that does "
+        "not.",
+    )
+    parser.add_argument("pages", nargs="+", help="Markdown pages, e.g. docs/results/chomsky.md")
+    pages = parser.parse_args(argv).pages
     problems = [p for page in pages for p in check_page(Path(page))]
     print("\n".join(problems) or f"{len(pages)} page(s): every comparison cites its row")
     return 1 if problems else 0

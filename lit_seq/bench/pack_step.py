@@ -1,0 +1,123 @@
+"""One population training step of the transformer families: attention as one call over the
+members' batches against vmap's loop over the members, and against the K solo steps.
+
+A population's members attend through ``lit_seq.models.stacking.MembersAsBatchAttention``,
+whose vmap rule folds the K members into the batch: one attention kernel call a layer
+whatever K. Without it vmap falls back to a loop over the members (CPU flash attention has
+no batching rule): K calls. Per family and K: K members of the shipped config and one
+training batch each; the CPU time of one training step (forward and backward of the
+members' summed losses) both ways, and of the K members' own solo steps, interleaved in
+this process, the median of ``repeats``; and the aten ops a step runs both ways (leaf ops
+in torch.profiler: what a GPU would launch), which folding keeps constant in K.
+"""
+
+import statistics
+import time
+from pathlib import Path
+from unittest import mock
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from lit_seq.bench.common import config_path, fit_args, quiet_fit, run_dir_factory
+from lit_seq.fit.cli import build_cli
+from lit_seq.models import attention
+from lit_seq.population.stacked import member_losses, stack_weights
+
+FAMILIES = (("signal", "transformer"), ("parity_sum", "transformer"), ("seq2seq", "transformer"))
+SIZES = (1, 9, 27)
+REPEATS = 5
+
+
+def _members(task: str, arch: str, k: int, new_dir) -> tuple[list, list[dict]]:
+    """K members of the shipped config (seeds 0..K-1) in training mode, one batch each."""
+    members, batches = [], []
+    with quiet_fit():
+        for seed in range(k):
+            args = fit_args(f"--seed_everything={seed}", config=config_path(task, arch))
+            cli = build_cli([*args, f"--run_dir={new_dir(f'{task}-{arch}-step{seed}')}"])
+            cli.run_lock.release()
+            cli.datamodule.setup("fit")
+            batches.append(next(iter(cli.datamodule.train_dataloader())))
+            members.append(cli.model.train())
+    return members, batches
+
+
+def _looped():
+    """vmap without the folding rule: attention as a plain call, which vmap loops over."""
+    return mock.patch.object(attention, "in_stacked_call", lambda: False)
+
+
+def _leaf_ops(step) -> int:
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step()
+    events = prof.events()
+    parents = {id(e.cpu_parent) for e in events if e.cpu_parent is not None}
+    return sum(1 for e in events if e.name.startswith("aten::") and id(e) not in parents)
+
+
+def measure(task: str, arch: str, k: int, repeats: int, new_dir) -> dict:
+    members, batches = _members(task, arch, k, new_dir)
+    batch = {key: torch.stack([b[key] for b in batches]) for key in batches[0]}
+    stacked = {name: w.requires_grad_(True) for name, w in stack_weights(members).items()}
+
+    def population_step():
+        for weights in stacked.values():
+            weights.grad = None
+        member_losses(members[0], stacked, batch).sum().backward()
+
+    def looped_step():
+        with _looped():
+            population_step()
+
+    def solo_steps():
+        for member, own in zip(members, batches, strict=True):
+            member.zero_grad(set_to_none=True)
+            member.loss(own).backward()
+
+    steps = {"folded": population_step, "looped": looped_step, "solo": solo_steps}
+    seconds = {name: [] for name in steps}
+    for step in steps.values():  # warm-up
+        step()
+    for _ in range(repeats):
+        for name, step in steps.items():
+            start = time.process_time()
+            step()
+            seconds[name].append(time.process_time() - start)
+    ms = {name: 1e3 * statistics.median(s) for name, s in seconds.items()}
+    return {
+        "task": task,
+        "arch": arch,
+        "k": k,
+        "folded_ms": round(ms["folded"], 1),
+        "looped_ms": round(ms["looped"], 1),
+        "solo_ms": round(ms["solo"], 1),
+        "folded_vs_looped": round(ms["looped"] / ms["folded"], 2),
+        "folded_vs_solo": round(ms["solo"] / ms["folded"], 2),
+        "folded_ops": _leaf_ops(population_step),
+        "looped_ops": _leaf_ops(looped_step),
+    }
+
+
+def run(quick: bool, workdir: Path) -> dict:
+    """One row per transformer family and K."""
+    sizes, repeats = ((1, 3), 1) if quick else (SIZES, REPEATS)
+    families = FAMILIES[:1] if quick else FAMILIES
+    new_dir = run_dir_factory(workdir)
+    rows = [measure(t, a, k, repeats, new_dir) for t, a in families for k in sizes]
+    return {
+        "rows": rows,
+        "repeats": repeats,
+        "target": "a population step's aten ops do not grow with K (folded attention)",
+        "notes": [
+            "folded_ms / looped_ms / solo_ms: CPU ms of one training step (forward and "
+            "backward) of K members: attention folded into one call, vmap's loop over the "
+            "members, the K members' own solo steps; medians, interleaved, 1 process",
+            "folded_vs_looped = looped / folded; folded_vs_solo = solo / folded (> 1: the "
+            "population step is faster); *_ops: leaf aten ops of one step",
+        ],
+        "status": "ok",
+        "passed": all(
+            len({r["folded_ops"] for r in rows if r["task"] == task}) == 1 for task, _ in families
+        ),
+    }
