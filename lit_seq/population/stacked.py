@@ -7,9 +7,9 @@ training loss, ``loss_k = system.loss(batch_k)`` with member k's weights, in one
 member becomes one batched product of K, and a backward pass of the summed losses fills each
 row of each stacked gradient with that member's own gradient (the members share nothing).
 
-Recurrent backbones run their unrolled recurrence there and attention its explicit form
-(``lit_seq.models.stacking``), which vmap batches; a fused recurrence anywhere else cannot
-run stacked (:func:`unstackable`).
+Recurrent backbones run their unrolled recurrence there, which vmap batches, and attention
+one kernel call over every member's batch (``lit_seq.models.stacking``); a fused recurrence
+anywhere else cannot run stacked (:func:`unstackable`).
 Nothing random may run inside (``randomness="error"``): a member must compute exactly what
 its solo run computes, and a shared random stream cannot give that.
 """
