@@ -8,6 +8,8 @@ and ``plots/*.png`` in ``DIR``, then prints the summary (the main metric per tas
 ``--pairs FILE`` adds a results page's own comparisons (a YAML list of ``{a, b, metric}``,
 cells named as ``lit_seq.compare`` names them) to the grid's, under one BH adjustment; the
 page cites their rows (``python -m lit_seq.results.claims PAGE`` checks it does).
+``--tables FILE`` writes ``tables.md``: a page's own tables of cells side by side (a YAML
+list of ``{title, columns, rows}``, ``lit_seq.results.page_tables``).
 ``--paper deletang2023`` adds ``paper.{csv,md}``: the grid beside Delétang et al. 2023's
 Table 2 rows (``lit_seq.results.paper``); a grid whose file names ``paper:`` gets them
 when it ends.
@@ -36,6 +38,13 @@ def main(argv: list[str] | None = None) -> int:
         help="YAML list of {a, b, metric}: a page's own comparisons, added to comparisons.*",
     )
     parser.add_argument(
+        "--tables",
+        type=Path,
+        default=None,
+        help="YAML list of {title, columns, rows}: a page's own tables of cells side by side, "
+        "written to tables.md",
+    )
+    parser.add_argument(
         "--paper",
         choices=sorted(PAPERS),
         default=None,
@@ -43,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        build_report(args.dir, pairs=args.pairs, paper=args.paper)
+        build_report(args.dir, pairs=args.pairs, paper=args.paper, tables=args.tables)
     except (NoRecords, ValueError) as err:
         print(f"lit_seq.report: error: {err}", file=sys.stderr)
         return 2

@@ -77,6 +77,26 @@ def test_report_rebuilds_identical_tables(smoke, tmp_path):
 
 
 @pytest.mark.integration
+def test_a_grid_resumes_in_another_checkout_from_its_records_alone(smoke, tmp_path):
+    """What a results page commits (records, grid.yaml, fingerprint.json; no run folders)
+    is enough to resume the grid elsewhere: finished runs stay, the missing one runs."""
+    out, _ = smoke
+    moved = tmp_path / "moved"
+    (moved / "records").mkdir(parents=True)
+    for name in ("grid.yaml", "fingerprint.json"):
+        (moved / name).write_bytes((out / name).read_bytes())
+    kept, missing = record_files(out)[:-1], record_files(out)[-1]
+    for name in kept:
+        (moved / "records" / name).write_bytes((out / "records" / name).read_bytes())
+    result = driver(SMOKE, "--out", moved, "--workers", "1", "--wandb", "off")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"{len(kept)} already done, 1 to run" in result.stdout + result.stderr
+    assert record_files(moved) == record_files(out) and (moved / "records" / missing).exists()
+    for name in kept:  # untouched
+        assert (moved / "records" / name).read_bytes() == (out / "records" / name).read_bytes()
+
+
+@pytest.mark.integration
 def test_changed_grid_is_refused_before_training(smoke, tmp_path, capsys):
     out, _ = smoke
     changed = tmp_path / "smoke.yaml"

@@ -19,6 +19,7 @@ from lit_seq.results.comparisons import (
     comparisons_table,
     read_pairs,
 )
+from lit_seq.results.page_tables import read_tables, tables_markdown
 from lit_seq.results.paper import PAPERS, paper_markdown, side_by_side
 from lit_seq.results.plots import write_plots
 from lit_seq.results.seed_wins import seed_wins, seed_wins_markdown
@@ -45,13 +46,15 @@ def build_report(
     console: Console | None = None,
     pairs: Path | None = None,
     paper: str | None = None,
+    tables: Path | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
     """Write the tables and plots of ``out_dir``, print the summary; (runs, aggregate, plots).
 
     ``pairs``: a page's own comparisons (``comparisons.read_pairs``), added to the grid's.
     ``paper``: a key of ``paper.PAPERS``: ``paper.{csv,md}``, the grid beside its rows.
+    ``tables``: a page's own tables (``page_tables.read_tables``): ``tables.md``.
     NoRecords if there is no record, or if any record cannot be read; ValueError for a bad
-    pairs file (before anything is written).
+    pairs or tables file (before anything is written).
     """
     unreadable: list[Path] = []
     by_id = read_records(out_dir, unreadable)
@@ -67,7 +70,10 @@ def build_report(
     runs = runs_table(records)
     aggregate = aggregate_table(runs)
     extra = read_pairs(pairs, aggregate) if pairs else []
+    page_tables = read_tables(tables, aggregate) if tables else []
     write_tables(out_dir, runs, aggregate)
+    if page_tables:
+        atomic_write_text(Path(out_dir) / "tables.md", tables_markdown(page_tables, aggregate))
     best = best_tables(runs, aggregate)
     atomic_write_text(Path(out_dir) / "best.csv", best.to_csv(index=False))
     atomic_write_text(Path(out_dir) / "best.md", best_markdown(best))

@@ -1,0 +1,90 @@
+"""A results page's own tables, written from the grid's aggregate: cells chosen by the page.
+
+A page (docs/results/README.md) shows cells of several blocks side by side: a task's
+architectures, a task's encodings. Its tables file says which, and ``lit_seq.report DIR
+--tables FILE`` writes them to ``DIR/tables.md``, so the page's numbers come from one
+command rather than by hand. The file is a YAML list of tables::
+
+    - title: Architecture at N and past it
+      columns: [at N, past N]
+      rows:      # a label, the cell (named as lit_seq.compare names one), a metric a column
+        - [echo / rnn, 'recurrent_echo rnn lr=selected', test/acc, range_ood/acc_ood]
+        - [echo / transformer, 'echo_pos sinusoidal lr=selected', test/acc, '-']
+
+Each entry shows ``mean [95% bootstrap interval]; successes/n [Wilson interval]``
+(:func:`tables.summary_cell`) and, after the columns, the rate the cell chose and whether it
+sits at an end of its sweep; ``-`` leaves an entry empty.
+"""
+
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from lit_seq.results.compare import find_cell
+from lit_seq.results.markdown import markdown_table
+from lit_seq.results.tables import summary_cell
+
+TABLE_KEYS = ("title", "columns", "rows")
+EMPTY = "-"
+
+
+def _chosen(row: pd.Series) -> str:
+    """The rate a selecting cell chose ("lr=0.01 by mean ..." -> "0.01"), flagged at an end."""
+    selected = row.get("selected")
+    if not isinstance(selected, str) or not selected.startswith("lr="):
+        return "shipped"
+    rate = selected.split()[0].removeprefix("lr=")
+    edge = row.get("select_edge")
+    return f"{rate} ({edge} of its sweep)" if isinstance(edge, str) and edge else rate
+
+
+def read_tables(path: Path, aggregate: pd.DataFrame) -> list[dict]:
+    """The tables at ``path``, each row's cell resolved and metrics checked against
+    ``aggregate``. ValueError (one line: the file, the table, the row, the problem)."""
+    entries = yaml.safe_load(Path(path).read_text()) or []
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: a tables file is a list of {{title, columns, rows}}")
+    cells = list(aggregate["cell"])
+    tables = []
+    for i, entry in enumerate(entries):
+        where = f"{path}: table {i + 1}"
+        if not isinstance(entry, dict) or set(entry) != set(TABLE_KEYS):
+            raise ValueError(f"{where}: keys must be exactly {list(TABLE_KEYS)}, got {entry!r}")
+        columns = [str(c) for c in entry["columns"]]
+        rows = []
+        for j, row in enumerate(entry["rows"]):
+            at = f"{where}, row {j + 1}"
+            if not isinstance(row, list) or len(row) != 2 + len(columns):
+                raise ValueError(
+                    f"{at}: a row is [label, cell, one metric per column ({len(columns)})], "
+                    f"got {row!r}"
+                )
+            label, words, *metrics = (str(v) for v in row)
+            try:
+                cell = find_cell(cells, words)
+            except ValueError as err:
+                raise ValueError(f"{at}: {str(err).splitlines()[0]}") from None
+            for metric in metrics:
+                if metric != EMPTY and f"{metric}_mean" not in aggregate.columns:
+                    raise ValueError(f"{at}: no metric {metric!r} in this grid's aggregate")
+            rows.append((label, cell, metrics))
+        tables.append({"title": str(entry["title"]), "columns": columns, "rows": rows})
+    return tables
+
+
+def tables_markdown(tables: list[dict], aggregate: pd.DataFrame) -> str:
+    """Every table of :func:`read_tables` as Markdown, headed by its title."""
+    by_cell = aggregate.set_index("cell")
+    parts = []
+    for table in tables:
+        header = ["", *table["columns"], "n", "rate chosen"]
+        body = []
+        for label, cell, metrics in table["rows"]:
+            row = by_cell.loc[cell]
+            entries = [
+                EMPTY if m == EMPTY else summary_cell(row, m, per_seed=False) for m in metrics
+            ]
+            body.append([label, *entries, str(row["n"]), _chosen(row)])
+        parts.append(f"### {table['title']}\n\n" + markdown_table(header, body))
+    return "\n".join(parts)
