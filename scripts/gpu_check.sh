@@ -2,11 +2,13 @@
 # bash scripts/gpu_check.sh [OUT_DIR]
 #
 # The GPU check, on one GPU, sized for one 10-minute device call (not yet run on a GPU, so the
-# sizes are estimates; the pack section stops at $PACK_S s, default 180, each grid at
-# $GRID_S): the GPU-marked tests, the benchmark's overhead, memory and pack sections on the
-# GPU (pack: populations of K = 1, 3, 9, 27 members against K solo fits, bf16-mixed, data on
-# the device), and the `matrix` grid with 4 workers on the one GPU for $GRID_S seconds
-# (default 150) each way, runs trained as populations (--pack on) and each run alone
+# sizes are estimates; the pack section stops at $PACK_S s, default 120, pack_step at
+# $PACK_STEP_S, default 60, each grid at $GRID_S): the GPU-marked tests, the benchmark's
+# overhead, memory, pack and pack_step sections on the GPU (pack: populations of K = 1, 3,
+# 9, 27 members against K solo fits, bf16-mixed, data on the device; pack_step: one
+# training step of K transformer members, attention folded or looped, against their K solo
+# steps, synced wall time), and the `matrix` grid with 4 workers on the one GPU for $GRID_S
+# seconds (default 150) each way, runs trained as populations (--pack on) and each run alone
 # (--pack off): the runs finished in that time are the throughput; then one summary table.
 # Not measured by it: CUDA graphs / torch.compile of the population step (not built). Writes everything to OUT_DIR (default: $OUT_DIR, else $OUT, else gpu_check_out).
 # Run from the repository root; uses .venv when it is there.
@@ -59,11 +61,17 @@ set -e
 stage "benchmark: populations vs sequential runs on the GPU"
 set +e
 # its rows are logged as they finish, so a section cut short still reports them
-timeout --signal=INT "${PACK_S:-180}" $PY -m lit_seq.bench --sections pack \
+timeout --signal=INT "${PACK_S:-120}" $PY -m lit_seq.bench --sections pack \
     --out "$OUT_DIR/bench_pack_gpu.json" 2>&1 | tee "$OUT_DIR/bench_pack_gpu.log"
 pack_rc=${PIPESTATUS[0]}
 set -e
 if [[ $pack_rc -eq 124 ]]; then pack_rc=0; fi  # cut at the time limit
+
+stage "benchmark: one population step on the GPU (attention folded vs vmap's loop vs K solo)"
+set +e
+timeout --signal=INT "${PACK_STEP_S:-60}" $PY -m lit_seq.bench --sections pack_step \
+    --out "$OUT_DIR/bench_pack_step_gpu.json" 2>&1 | tee "$OUT_DIR/bench_pack_step_gpu.log"
+set -e
 
 GRID_S="${GRID_S:-150}"
 grid_stage() {  # grid_stage NAME PACK: the matrix for GRID_S seconds; sets rc and seconds

@@ -5,10 +5,11 @@ A population's members attend through ``lit_seq.models.stacking.MembersAsBatchAt
 whose vmap rule folds the K members into the batch: one attention kernel call a layer
 whatever K. Without it vmap falls back to a loop over the members (CPU flash attention has
 no batching rule): K calls. Per family and K: K members of the shipped config and one
-training batch each; the CPU time of one training step (forward and backward of the
-members' summed losses) both ways, and of the K members' own solo steps, interleaved in
-this process, the median of ``repeats``; and the aten ops a step runs both ways (leaf ops
-in torch.profiler: what a GPU would launch), which folding keeps constant in K.
+training batch each, on the device lit_seq trains on (``cuda`` when present); the time of
+one training step (forward and backward of the members' summed losses) both ways, and of
+the K members' own solo steps, interleaved in this process, the median of ``repeats``: CPU
+time on a CPU, wall time after a device sync on a GPU; and the aten ops a step runs both
+ways (leaf ops in torch.profiler: what a GPU launches), which folding keeps constant in K.
 """
 
 import statistics
@@ -19,7 +20,14 @@ from unittest import mock
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from lit_seq.bench.common import config_path, fit_args, quiet_fit, run_dir_factory
+from lit_seq.bench.common import (
+    config_path,
+    device_name,
+    fit_args,
+    quiet_fit,
+    run_dir_factory,
+    sync,
+)
 from lit_seq.fit.cli import build_cli
 from lit_seq.models import attention
 from lit_seq.population.stacked import member_losses, stack_weights
@@ -30,7 +38,9 @@ REPEATS = 5
 
 
 def _members(task: str, arch: str, k: int, new_dir) -> tuple[list, list[dict]]:
-    """K members of the shipped config (seeds 0..K-1) in training mode, one batch each."""
+    """K members of the shipped config (seeds 0..K-1) in training mode, one batch each, on
+    the benchmark's device."""
+    device = device_name()
     members, batches = [], []
     with quiet_fit():
         for seed in range(k):
@@ -38,8 +48,9 @@ def _members(task: str, arch: str, k: int, new_dir) -> tuple[list, list[dict]]:
             cli = build_cli([*args, f"--run_dir={new_dir(f'{task}-{arch}-step{seed}')}"])
             cli.run_lock.release()
             cli.datamodule.setup("fit")
-            batches.append(next(iter(cli.datamodule.train_dataloader())))
-            members.append(cli.model.train())
+            batch = next(iter(cli.datamodule.train_dataloader()))
+            batches.append({key: value.to(device) for key, value in batch.items()})
+            members.append(cli.model.to(device).train())
     return members, batches
 
 
@@ -77,13 +88,18 @@ def measure(task: str, arch: str, k: int, repeats: int, new_dir) -> dict:
 
     steps = {"folded": population_step, "looped": looped_step, "solo": solo_steps}
     seconds = {name: [] for name in steps}
+    # a CPU's work is this process's CPU time (the load of others left out); a GPU's, the
+    # wall time until its queue is empty
+    clock = time.process_time if device_name() == "cpu" else time.perf_counter
     for step in steps.values():  # warm-up
         step()
     for _ in range(repeats):
         for name, step in steps.items():
-            start = time.process_time()
+            sync()
+            start = clock()
             step()
-            seconds[name].append(time.process_time() - start)
+            sync()
+            seconds[name].append(clock() - start)
     ms = {name: 1e3 * statistics.median(s) for name, s in seconds.items()}
     return {
         "task": task,
@@ -107,12 +123,14 @@ def run(quick: bool, workdir: Path) -> dict:
     rows = [measure(t, a, k, repeats, new_dir) for t, a in families for k in sizes]
     return {
         "rows": rows,
+        "device": device_name(),
         "repeats": repeats,
         "target": "a population step's aten ops do not grow with K (folded attention)",
         "notes": [
-            "folded_ms / looped_ms / solo_ms: CPU ms of one training step (forward and "
-            "backward) of K members: attention folded into one call, vmap's loop over the "
-            "members, the K members' own solo steps; medians, interleaved, 1 process",
+            "folded_ms / looped_ms / solo_ms: ms of one training step (forward and backward) "
+            "of K members (CPU time on a CPU, synced wall time on a GPU): attention folded "
+            "into one call, vmap's loop over the members, the K members' own solo steps; "
+            "medians, interleaved, 1 process",
             "folded_vs_looped = looped / folded; folded_vs_solo = solo / folded (> 1: the "
             "population step is faster); *_ops: leaf aten ops of one step",
         ],
