@@ -131,3 +131,22 @@ def test_outside_a_population_it_is_plain_attention_with_its_gradients():
         for a, b in zip([*ours, ours_mask], [*ref, ref_mask], strict=True):
             if a is not None:
                 torch.testing.assert_close(a.grad, b.grad, rtol=0, atol=1e-12)
+
+
+def test_a_mask_one_for_all_members_folds_with_them():
+    """A padding mask every member shares (its batch dimension, no member dimension) goes
+    with each member's rows; a (T, S) one broadcasts as it is."""
+    gen = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(K, B, 2, T, 4, generator=gen, dtype=torch.float64) for _ in range(3))
+    padded = torch.zeros(B, 1, 1, T, dtype=torch.bool)
+    padded[1:, ..., -2:] = True  # the last two keys of rows 1.. are padding
+    for mask in (~padded, torch.ones(T, T, dtype=torch.bool).tril()):
+
+        def attend(a, b, c, mask=mask):
+            return MembersAsBatchAttention.apply(a, b, c, mask, False)
+
+        ours = torch.func.vmap(attend, in_dims=(0, 0, 0))
+        expected = torch.stack(
+            [F.scaled_dot_product_attention(q[i], k[i], v[i], attn_mask=mask) for i in range(K)]
+        )
+        torch.testing.assert_close(ours(q, k, v), expected, rtol=0, atol=1e-12)

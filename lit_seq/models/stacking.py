@@ -82,8 +82,10 @@ class MembersAsBatchAttention(torch.autograd.Function):
         q, k, v = (members_first(t, d) for t, d in zip((q, k, v), in_dims[:3], strict=True))
         batch = q.shape[1]
         folded = [t.reshape(members * batch, *t.shape[2:]) for t in (q, k, v)]
-        if mask is not None and in_dims[3] is not None:  # one mask a member: (K, [B|1, ..] T, S)
-            mask = members_first(mask, in_dims[3])
+        # a mask with a batch dimension, the members' own or one for all, goes (K * B, ..);
+        # one without ((T, S), (1, H, T, S)) broadcasts over the folded batch as it is
+        if mask is not None and (in_dims[3] is not None or (mask.dim() == 4 and len(mask) > 1)):
+            mask = members_first(mask, in_dims[3])  # (K, [B|1, ..] T, S)
             mask = mask.reshape(members, *[1] * (5 - mask.dim()), *mask.shape[1:])
             mask = mask.expand(members, batch, *mask.shape[2:])
             mask = mask.reshape(members * batch, *mask.shape[2:])
