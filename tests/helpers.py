@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from lit_seq.ablate.grid import check_cells
-from lit_seq.ablate.spec import Run, expand, parse_spec
+from lit_seq.ablate.spec import Run, expand, load_spec, parse_spec
 from lit_seq.fit import cli_main
 from lit_seq.record import FitResult
 from lit_seq.util.assets import CONFIG_DIR, GRID_DIR
@@ -73,3 +73,9 @@ def echo_rnn_runs(seeds: list[int] | None = None, tiny: bool = False) -> list[Ru
     if tiny:
         spec.update(yaml.safe_load(TINY_GRID))
     return check_cells(expand(parse_spec(spec)), "g")
+
+
+def report_cells(grid: str) -> list[str]:
+    """The cells of shipped grid ``grid`` as its report names them: a ``select:`` block's
+    runs under their ``select_group`` (the cell without the selected axis)."""
+    return sorted({run.select_group or run.cell for run in expand(load_spec(GRID_DIR / grid))})

@@ -147,13 +147,9 @@ PAIRS_FILES = {"docs/results/matrix_pairs.yaml": "matrix.yaml"}
 
 @pytest.mark.parametrize(("pairs", "grid"), PAIRS_FILES.items())
 def test_every_shipped_pairs_file_names_cells_of_its_grid(pairs, grid):
-    from lit_seq.ablate.spec import expand, load_spec
-    from lit_seq.util.assets import GRID_DIR
-    from tests.helpers import REPO
+    from tests.helpers import REPO, report_cells
 
-    # cells as the report names them: a select: block's runs under their select_group
-    runs = expand(load_spec(GRID_DIR / grid))
-    cells = sorted({run.select_group or run.cell for run in runs})
+    cells = report_cells(grid)
     aggregate = pd.DataFrame(
         {"cell": cells, "task": [c.split("task=")[1].split("__")[0] for c in cells]}
     )

@@ -76,13 +76,9 @@ def test_every_shipped_tables_file_names_cells_of_its_grid(path, grid):
     import pandas as pd
     import yaml
 
-    from lit_seq.ablate.spec import expand, load_spec
-    from lit_seq.util.assets import GRID_DIR
-    from tests.helpers import REPO
+    from tests.helpers import REPO, report_cells
 
-    # cells as the report names them: a select: block's runs under their select_group
-    runs = expand(load_spec(GRID_DIR / grid))
-    cells = sorted({run.select_group or run.cell for run in runs})
+    cells = report_cells(grid)
     entries = yaml.safe_load((REPO / path).read_text())
     metrics = {m for table in entries for row in table["rows"] for m in row[2:] if m != "-"}
     aggregate = pd.DataFrame({"cell": cells, **{f"{m}_mean": float("nan") for m in metrics}})
