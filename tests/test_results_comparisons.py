@@ -64,6 +64,38 @@ def test_a_grid_compares_each_cell_with_its_axis_first_value_the_rest_held():
     assert {p["metric"] for p in pairs} == {"range_ood/acc_ood"}  # a per-step task: past N
 
 
+def test_a_block_without_range_evaluation_is_compared_on_its_own_longest_scores():
+    # the same task's other block has range_ood; this one (as matrix's spec7_recurrent) has
+    # only a 2N test set: its pair is scored there, not on a column it lacks (n = 0)
+    records = []
+    for arch, ood in (("rnn", 0.9), ("lstm", 0.8)):
+        for seed in range(4):
+            cell = f"plain__task=echo__arch={arch}"
+            records.append(
+                RunRecord(
+                    run_id=f"{cell}__seed={seed}",
+                    block="plain",
+                    cell=cell,
+                    task="echo",
+                    arch=arch,
+                    axes={"arch": arch},
+                    axis_order=["arch"],
+                    seed=seed,
+                    main_metric="acc",
+                    status="ok",
+                    metrics={"test/acc": 1.0, "test_len20/acc_ood": ood - 0.01 * seed},
+                    index=100 + len(records),
+                )
+            )
+    base, _ = _tables()
+    runs = pd.concat([base, runs_table(records)], ignore_index=True)
+    aggregate = aggregate_table(runs)
+    (plain,) = [p for p in block_pairs(runs, aggregate) if p["block"] == "plain"]
+    assert plain["metric"] == "test_len20/acc_ood"
+    row = comparisons_table(runs, aggregate, [plain]).iloc[0]
+    assert row["n"] == 4 and row["difference"] == pytest.approx(-0.1)
+
+
 def test_q_is_benjamini_hochberg_across_the_page_and_the_verdict_reads_q():
     runs, aggregate = _tables()
     table = comparisons_table(runs, aggregate, block_pairs(runs, aggregate))

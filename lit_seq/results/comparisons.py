@@ -51,7 +51,10 @@ def block_pairs(runs: pd.DataFrame, aggregate: pd.DataFrame) -> list[dict]:
     for (task, block), rows in aggregate.groupby(["task", "block"], sort=False):
         axes = _axes(aggregate, rows)
         main = rows["main_metric"].dropna()
-        metric = score_column(runs[runs["task"] == task], main.iloc[0] if len(main) else "acc")
+        # scored on what this block's runs have (a block without range evaluation has no
+        # range_ood column even where the task's other blocks do)
+        own = runs[(runs["task"] == task) & (runs["block"] == block)]
+        metric = score_column(own, main.iloc[0] if len(main) else "acc")
         for axis in axes:
             held = [a for a in axes if a != axis]
             for key, same in rows.groupby(held, sort=False) if held else [((), rows)]:
