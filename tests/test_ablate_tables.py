@@ -3,7 +3,7 @@
 import pandas as pd
 
 from lit_seq.record import RunRecord
-from lit_seq.results.plots import bar_figure, held_slice, write_plots
+from lit_seq.results.plots import bar_figure, curve_values, held_slice, write_plots
 from lit_seq.results.tables import aggregate_markdown, aggregate_table, runs_table, summary_markdown
 
 
@@ -72,6 +72,15 @@ def test_plots_cover_each_axis_and_the_pair_a_block_crosses(tmp_path):
         "echo_residual_x_n_layers.png",
     ]
     assert all(p.stat().st_size > 0 for p in paths)
+
+
+def test_a_per_step_curve_is_scored_past_n_on_the_unseen_positions_only():
+    # echo at N = 10: acc over all positions at 20 counts the 10 trained ones (0.75 here);
+    # the tables score 20 on positions >= 10 only (0.5), and so does the curve
+    curve = {"acc": {"10": 1.0, "20": 0.75}, "acc_ood": {"20": 0.5}, "exact": {"10": 1.0}}
+    assert curve_values(curve, "acc") == {"10": 1.0, "20": 0.5}
+    assert curve_values(curve, "exact") == {"10": 1.0}  # no exact_ood: as recorded
+    assert curve_values({}, "acc") == {}
 
 
 def test_summary_shows_mean_interval_success_and_per_seed_values():

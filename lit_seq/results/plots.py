@@ -146,6 +146,14 @@ def _bar_plot(path: Path, rows: pd.DataFrame, varied: list[str], metric: str, ti
     plt.close(fig)
 
 
+def curve_values(curve: dict[str, dict], metric: str) -> dict[str, float]:
+    """One run's ``metric`` by length as its tables score it: where the curve has
+    ``<metric>_ood`` (a per-step task past its training length: the positions >= N only),
+    that value replaces the one over all positions. E.g. ``{"acc": {"10": 1.0, "20": 0.75},
+    "acc_ood": {"20": 0.5}}`` -> ``{"10": 1.0, "20": 0.5}``."""
+    return {**curve.get(metric, {}), **curve.get(f"{metric}_ood", {})}
+
+
 def _curve_plot(
     path: Path,
     rows: pd.DataFrame,
@@ -154,13 +162,20 @@ def _curve_plot(
     metric: str,
     title: str,
 ) -> bool:
-    """Accuracy-vs-length lines of ``rows`` by ``axis``; False when no run has a curve."""
+    """Accuracy-vs-length lines of ``rows`` by ``axis``; False when no run has a curve.
+
+    A per-step task's curve is scored as its tables are: ``acc`` up to the training length,
+    ``acc_ood`` (positions >= N only) past it (:func:`curve_values`)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
     drawn = False
+    past_n = False
     for value, group in rows.groupby(axis, sort=False):
-        curves = [records[r].curve.get(metric, {}) for r in group["run_id"] if r in records]
+        curves = [curve_values(records[r].curve, metric) for r in group["run_id"] if r in records]
+        past_n = past_n or any(
+            records[r].curve.get(f"{metric}_ood") for r in group["run_id"] if r in records
+        )
         curves = [c for c in curves if c]
         if not curves:
             continue
@@ -191,7 +206,8 @@ def _curve_plot(
         if chance is not None:
             ax.axhline(chance, color="grey", linestyle=":", linewidth=1, label=f"chance {chance:g}")
         ax.set_xlabel("sequence length")
-        ax.set_ylabel(f"{metric} (mean over seeds; band: min-max)")
+        scored = f"{metric}; past N {metric}_ood" if past_n else metric
+        ax.set_ylabel(f"{scored} (mean over seeds;\nband: min-max)", fontsize=8)
         ax.set_ylim(-0.02, 1.02)
         ax.set_title(title, fontsize=8)
         ax.legend(
