@@ -77,10 +77,10 @@ def test_a_claim_is_a_sentence_or_a_table_row():
 # rewritten when their grids are republished under the results protocol (issue 25).
 REPUBLISH_PENDING = {
     "docs/results/pe_extrapolation.md",
-    "docs/findings.md",
 }
 PAGES = [
     "README.md",
+    "docs/findings.md",
     "docs/results/README.md",
     "docs/results/chomsky.md",
     *sorted(REPUBLISH_PENDING),
