@@ -174,7 +174,10 @@ def test_report_with_a_bad_pairs_file_is_one_line_and_writes_nothing(tmp_path, c
 
 
 # a results page's pairs file -> the grid whose cells it names
-PAIRS_FILES = {"docs/results/matrix_pairs.yaml": "matrix.yaml"}
+PAIRS_FILES = {
+    "docs/results/matrix_pairs.yaml": "matrix.yaml",
+    "docs/results/pe_extrapolation_pairs.yaml": "pe_extrapolation.yaml",
+}
 
 
 @pytest.mark.parametrize(("pairs", "grid"), PAIRS_FILES.items())

@@ -68,7 +68,10 @@ def test_report_writes_the_tables_and_refuses_a_bad_file_before_writing(tmp_path
 
 
 # a results page's tables file -> the grid whose cells it names
-TABLES_FILES = {"docs/results/matrix_tables.yaml": "matrix.yaml"}
+TABLES_FILES = {
+    "docs/results/matrix_tables.yaml": "matrix.yaml",
+    "docs/results/pe_extrapolation_tables.yaml": "pe_extrapolation.yaml",
+}
 
 
 @pytest.mark.parametrize(("path", "grid"), TABLES_FILES.items())

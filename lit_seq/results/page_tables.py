@@ -8,8 +8,8 @@ command rather than by hand. The file is a YAML list of tables::
     - title: Architecture at N and past it
       columns: [at N, past N]
       rows:      # a label, the cell (named as lit_seq.compare names one), a metric a column
-        - [echo / rnn, 'recurrent_echo rnn lr=selected', test/acc, range_ood/acc_ood]
-        - [echo / transformer, 'echo_pos sinusoidal lr=selected', test/acc, '-']
+        - [echo / rnn, 'recurrent_echo rnn', test/acc, range_ood/acc_ood]
+        - [echo / transformer, 'echo_pos sinusoidal', test/acc, '-']
 
 Each entry shows ``mean [95% bootstrap interval]; successes/n [Wilson interval]``
 (:func:`tables.summary_cell`) and, after the columns, the rate the cell chose and whether it
