@@ -73,32 +73,17 @@ def test_a_claim_is_a_sentence_or_a_table_row():
     ]
 
 
-# The pages published before the claim rule: they quote t intervals without rows and are
-# rewritten when their grids are republished under the results protocol (issue 25).
-REPUBLISH_PENDING = {
-    "docs/results/pe_extrapolation.md",
-}
+# Every published results page: each comparison it states cites its row and quotes it.
 PAGES = [
     "README.md",
     "docs/findings.md",
     "docs/results/README.md",
     "docs/results/chomsky.md",
-    *sorted(REPUBLISH_PENDING),
+    "docs/results/pe_extrapolation.md",
 ]
 
 
-@pytest.mark.parametrize(
-    "page",
-    [
-        pytest.param(
-            p,
-            marks=pytest.mark.xfail(
-                p in REPUBLISH_PENDING, reason="republish pending", strict=True
-            ),
-        )
-        for p in PAGES
-    ],
-)
+@pytest.mark.parametrize("page", PAGES)
 def test_every_published_comparison_cites_its_row(page):
     assert check_page(REPO_ROOT / page) == []
 
