@@ -138,6 +138,7 @@ def test_shipped_grid_sizes(shipped):
     # the budget checks of the chomsky grid: 2 rows x 10 seeds, 7 rows x 3 seeds
     assert sizes["chomsky_budget"] == 2 * 10 and sizes["chomsky_budget_rows"] == 7 * 3
     assert sizes["chomsky_even_pairs_pe"] == 4 * 3  # 4 more encodings x 3 seeds
+    assert sizes["chomsky_even_pairs_alibi"] == 10  # its one encoding x 10 seeds
 
 
 def test_chomsky_grid_keeps_deletangs_lengths(shipped):

@@ -113,7 +113,7 @@ def hand_loop(
     marks = []
     with Stopwatch() as whole:
         model.to(device).train()  # first: the optimizer's fused kernels follow the device
-        optimizer, scheduler = model.build_optimizer(steps)
+        optimizer, scheduler = model.build_optimizer(steps, clips=bool(clip))
         loader = datamodule.train_dataloader()  # created once and re-iterated, as fit does
         while len(marks) < steps:
             for batch in loader:

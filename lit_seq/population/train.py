@@ -131,7 +131,9 @@ def member_checkpoint(trainer: L.Trainer, population: PopulationSystem, k: int) 
     member = population.sync_member(k)
     adam = population.optimizer
     steps = int(adam.steps[k])
-    optimizer, schedule = member.build_optimizer(int(trainer.estimated_stepping_batches))
+    optimizer, schedule = member.build_optimizer(
+        int(trainer.estimated_stepping_batches), clips=bool(trainer.gradient_clip_val)
+    )
     for name, param in member.named_parameters():
         state = adam.state.get(population.stacked[stacked_name(name)])
         if state:

@@ -353,15 +353,21 @@ class SequenceSystem(L.LightningModule):
         if batch_idx == 0:
             self.log_dict(metrics, add_dataloader_idx=False)
 
-    def build_optimizer(self, total_steps: int):
+    def build_optimizer(self, total_steps: int, clips: bool | None = None):
         """(optimizer, per-step LambdaLR) of this system for a run of ``total_steps``.
 
         What ``configure_optimizers`` hands Lightning, and what a hand-written loop (the
-        benchmark's) uses to make exactly the same updates without a Trainer.
+        benchmark's) uses to make exactly the same updates without a Trainer. ``clips``:
+        whether the gradients are clipped before each step (default: the attached trainer's
+        ``gradient_clip_val``, else no).
         """
         hp = self.hparams
-        # fused kernels only exist for CUDA parameters
-        fused = {"fused": True} if self.device.type == "cuda" else {}
+        if clips is None:
+            clips = bool(self._trainer is not None and self.trainer.gradient_clip_val)
+        # fused kernels only exist for CUDA parameters; and Lightning's mixed-precision plugin
+        # refuses to clip the gradients of an optimizer that unscales them itself (a fused
+        # one), so a run that clips takes torch's default (foreach) kernels instead
+        fused = {"fused": True} if self.device.type == "cuda" and not clips else {}
         optimizer = OPTIMIZERS[hp.optimizer](
             self.parameters(), lr=hp.lr, weight_decay=hp.weight_decay, **fused
         )
