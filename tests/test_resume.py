@@ -69,9 +69,21 @@ def fit(run_dir: Path, *extra: str) -> subprocess.CompletedProcess:
     )
 
 
+def default_sigint() -> None:
+    """A child's SIGINT as a terminal's foreground job has it. A job started in the
+    background of a non-interactive shell (``nohup bash .ci/run &``) inherits SIGINT
+    ignored, and the fit keeps an ignored SIGINT ignored, on purpose (``fit.signals``)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_fit(run_dir: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        fit_command(run_dir), cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        fit_command(run_dir),
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
     )
 
 
@@ -300,7 +312,12 @@ def test_the_printed_resume_command_works_when_pasted(tmp_path):
     args = [a if a != str(ECHO_TRANSFORMER) else str(ECHO_RNN) for a in EXACT]
     command = [sys.executable, "-m", "lit_seq.fit", *args, LONG, f"--run_dir={run_dir}"]
     process = subprocess.Popen(
-        command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        command,
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
     )
     wait_for_checkpoint(process, run_dir)
     process.send_signal(signal.SIGINT)
