@@ -8,10 +8,10 @@
 # steps, synced wall time), and the `matrix` grid with 4 workers on the one GPU for $GRID_S
 # seconds each way, runs trained as populations (--pack on) and each run alone (--pack off):
 # the runs finished in that time are the throughput; then one summary table.
-# Each stage has a time limit, so the whole fits a call: overhead + memory $BENCH_S (default
-# 150), pack $PACK_S (120), pack_step $PACK_STEP_S (60), each grid $GRID_S (150); the GPU
-# tests took 48 s on an H200 (2026-12-04). Worst case ~11 min: lower the limits for a
-# 10-minute call. A stage cut at its limit reports what it finished.
+# Each stage has a time limit, so the whole fits a 10-minute call: overhead + memory $BENCH_S
+# (default 120), pack $PACK_S (100), pack_step $PACK_STEP_S (50), each grid $GRID_S (110);
+# with the GPU tests (48 s on an H200, 2026-12-04) and the installs, ~9.5 min at worst. A
+# stage cut at its limit reports what it finished.
 # Not measured by it: CUDA graphs / torch.compile of the population step (not built). Writes
 # everything to OUT_DIR (default: $OUT_DIR, else $OUT, else gpu_check_out); a device call
 # should stream the log back as it goes (`... 2>&1 | tee "$OUT/gpu_check.log"`), since a
@@ -61,7 +61,7 @@ fi
 
 stage "benchmark: overhead and memory on the GPU"
 set +e
-timeout --signal=INT "${BENCH_S:-150}" $PY -m lit_seq.bench --sections overhead,memory \
+timeout --signal=INT "${BENCH_S:-120}" $PY -m lit_seq.bench --sections overhead,memory \
     --steps 80 --repeats 3 --out "$OUT_DIR/bench_gpu.json" 2>&1 | tee "$OUT_DIR/bench_gpu.log"
 bench_rc=${PIPESTATUS[0]}
 set -e
@@ -69,7 +69,7 @@ set -e
 stage "benchmark: populations vs sequential runs on the GPU"
 set +e
 # its rows are logged as they finish, so a section cut short still reports them
-timeout --signal=INT "${PACK_S:-120}" $PY -m lit_seq.bench --sections pack \
+timeout --signal=INT "${PACK_S:-100}" $PY -m lit_seq.bench --sections pack \
     --out "$OUT_DIR/bench_pack_gpu.json" 2>&1 | tee "$OUT_DIR/bench_pack_gpu.log"
 pack_rc=${PIPESTATUS[0]}
 set -e
@@ -77,11 +77,11 @@ if [[ $pack_rc -eq 124 ]]; then pack_rc=0; fi  # cut at the time limit
 
 stage "benchmark: one population step on the GPU (attention folded vs vmap's loop vs K solo)"
 set +e
-timeout --signal=INT "${PACK_STEP_S:-60}" $PY -m lit_seq.bench --sections pack_step \
+timeout --signal=INT "${PACK_STEP_S:-50}" $PY -m lit_seq.bench --sections pack_step \
     --out "$OUT_DIR/bench_pack_step_gpu.json" 2>&1 | tee "$OUT_DIR/bench_pack_step_gpu.log"
 set -e
 
-GRID_S="${GRID_S:-150}"
+GRID_S="${GRID_S:-110}"
 grid_stage() {  # grid_stage NAME PACK: the matrix for GRID_S seconds; sets rc and seconds
     local begin=$SECONDS
     set +e
