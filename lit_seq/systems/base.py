@@ -353,20 +353,12 @@ class SequenceSystem(L.LightningModule):
         if batch_idx == 0:
             self.log_dict(metrics, add_dataloader_idx=False)
 
-    def build_optimizer(self, total_steps: int, clips: bool | None = None):
-        """(optimizer, per-step LambdaLR) of this system for a run of ``total_steps``.
-
-        What ``configure_optimizers`` hands Lightning, and what a hand-written loop (the
-        benchmark's) uses to make exactly the same updates without a Trainer. ``clips``:
-        whether the gradients are clipped before each step (default: the attached trainer's
-        ``gradient_clip_val``, else no).
-        """
+    def build_optimizer(self, total_steps: int, clips: bool = False):
+        """(optimizer, per-step LambdaLR) for ``total_steps``, gradients clipped or not: what
+        ``configure_optimizers`` hands Lightning and a Trainer-free loop (the benchmark's)."""
         hp = self.hparams
-        if clips is None:
-            clips = bool(self._trainer is not None and self.trainer.gradient_clip_val)
-        # fused kernels only exist for CUDA parameters; and Lightning's mixed-precision plugin
-        # refuses to clip the gradients of an optimizer that unscales them itself (a fused
-        # one), so a run that clips takes torch's default (foreach) kernels instead
+        # fused kernels exist only for CUDA, and Lightning's mixed precision refuses to clip
+        # an optimizer that unscales its own gradients (fused): a clipped run takes foreach
         fused = {"fused": True} if self.device.type == "cuda" and not clips else {}
         optimizer = OPTIMIZERS[hp.optimizer](
             self.parameters(), lr=hp.lr, weight_decay=hp.weight_decay, **fused
@@ -376,7 +368,8 @@ class SequenceSystem(L.LightningModule):
 
     def configure_optimizers(self):
         total = int(self.trainer.estimated_stepping_batches) if self._trainer else 1
-        optimizer, scheduler = self.build_optimizer(total)
+        clips = bool(self._trainer and self.trainer.gradient_clip_val)
+        optimizer, scheduler = self.build_optimizer(total, clips)
         return {
             "optimizer": optimizer,
             "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
