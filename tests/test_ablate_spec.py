@@ -140,6 +140,7 @@ def test_shipped_grid_sizes(shipped):
     assert sizes["chomsky_even_pairs_pe"] == 4 * 3  # 4 more encodings x 3 seeds
     assert sizes["chomsky_even_pairs_alibi"] == 10  # its one encoding x 10 seeds
     assert sizes["chomsky_budget_open"] == 6 * 3  # 5 rows (one at 2 rates) x 3 seeds
+    assert sizes["chomsky_cycle_transformer"] == 4  # its one row x 4 seeds
 
 
 def test_chomsky_grid_keeps_deletangs_lengths(shipped):
