@@ -17,6 +17,7 @@ from lit_seq.data import (
     stack_manipulation_targets,
 )
 from lit_seq.fit import check_config
+from lit_seq.fit.header import training_data
 from lit_seq.fit.scoring import RangeEval, length_curve, longest_past_training, past_training_means
 from lit_seq.models import Readout
 from lit_seq.population.stacked import member_losses, stack_weights
@@ -96,6 +97,15 @@ def test_fresh_lengths_are_uniform_over_the_curriculum():
     # without the curriculum every batch has the training length
     assert {b["x"].shape[1] for b in fresh(curriculum=False).train_dataloader()} == {6}
     assert all(b["x"].shape[0] == 4 for b in fresh().train_dataloader())
+
+
+def test_the_fit_header_says_what_the_training_data_are():
+    """A fresh run draws a new batch every step over 1..N: the header must not call it a
+    fixed set of n_train sequences at length N."""
+    assert training_data(fresh()) == "a fresh batch of 4 every step, lengths 1..6"
+    assert training_data(fresh(curriculum=False)) == "a fresh batch of 4 every step, length 6"
+    fixed = StackManipulationData(length=6, curriculum=True, n_train=20, batch_size=4)
+    assert training_data(fixed) == "20 training sequences of lengths 1..6"
 
 
 def test_fresh_loader_resumes_mid_epoch_to_the_same_batches():

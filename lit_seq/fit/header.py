@@ -97,6 +97,18 @@ def options_help() -> str:
     return "\n".join(lines)
 
 
+def training_data(datamodule) -> str:
+    """What a fit trains on, as the header says it: a fixed set of ``n_train`` sequences, or
+    (``sampling="fresh"``) a new batch every step; at one length or, with the curriculum, a
+    range of them. E.g. ``a fresh batch of 128 every step, lengths 1..40``."""
+    train_lengths = getattr(datamodule, "train_lengths", [datamodule.train_length])
+    lo, hi = min(train_lengths), max(train_lengths)
+    span = f"lengths {lo}..{hi}" if lo < hi else f"length {hi}"
+    if getattr(datamodule, "sampling", "fixed") == "fresh":
+        return f"a fresh batch of {datamodule.batch_size} every step, {span}"
+    return f"{getattr(datamodule, 'n_train', '?')} training sequences of {span}"
+
+
 def fit_header(
     run_dir: str,
     resumed_step: int | None,
@@ -113,15 +125,13 @@ def fit_header(
     if getattr(system, "plugin", None) is not None:
         arch += f" = {system.plugin.describe()}"
     lengths = ", ".join(map(str, datamodule.test_lengths))
-    sizes = (getattr(datamodule, k, "?") for k in ("n_train", "n_val", "n_test"))
-    n_train, n_val, n_test = sizes
+    n_val, n_test = (getattr(datamodule, k, "?") for k in ("n_val", "n_test"))
     device = trainer.strategy.root_device
     return [
         f"run folder: {run_dir}{resumed}",
         f"model: {type(system).__name__} / {arch}, {system.num_parameters:,} parameters",
-        f"data: {datamodule.name}, {n_train} training sequences of length "
-        f"{datamodule.train_length}, {n_val} validation, {n_test} per test set at lengths "
-        f"{lengths}",
+        f"data: {datamodule.name}, {training_data(datamodule)}, {n_val} validation, "
+        f"{n_test} per test set at lengths {lengths}",
         f"device: {device.type}, precision {trainer.precision}, {trainer.max_steps} steps",
         f"W&B: {wandb}",
         *(f"note: {note}" for note in notes),
