@@ -1,7 +1,7 @@
 """Run an ablation grid; re-running the same command resumes it.
 
-    python -m lit_seq.ablate ablations/smoke.yaml [--out DIR] [--workers N] [--dry-run]
-                             [--pack auto|on|off]
+    python -m lit_seq.ablate ablations/smoke.yaml [--out DIR] [--workers N] [--threads T]
+                             [--dry-run] [--pack auto|on|off]
                              [--wandb auto|online|offline|off] [--wandb-project P]
                              [--wandb-entity E] [--executor local|ray]
                              [--ray-address auto|HOST:PORT] [--ray-num-cpus C] [--ray-num-gpus G]
@@ -48,7 +48,7 @@ from lit_seq.util.runtime import disk_full, quiet_libraries
 EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray}
 
 
-def _workers(text: str) -> int:
+def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
@@ -65,7 +65,16 @@ def build_parser() -> argparse.ArgumentParser:
         "grid", type=Path, help="grid file, e.g. ablations/smoke.yaml (or a shipped grid's name)"
     )
     parser.add_argument("--out", type=Path, help="output folder (default results/<grid name>)")
-    parser.add_argument("--workers", type=_workers, default=1, help="parallel runs (default 1)")
+    parser.add_argument("--workers", type=_positive, default=1, help="parallel runs (default 1)")
+    parser.add_argument(
+        "--threads",
+        type=_positive,
+        default=1,
+        metavar="T",
+        help="torch threads of every run, whatever --workers is (default 1): the same runs with "
+        "another thread count need not give the same digits (docs/grids.md); every record keeps "
+        "it (torch_threads)",
+    )
     parser.add_argument(
         "--dry-run",
         action="store_true",
@@ -115,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--ray-num-cpus",
         type=float,  # checked with the grid's ray: section (ray_executor.ray_options)
         metavar="C",
-        help="CPUs per run, also its torch threads (default: the grid's ray: section, else 1)",
+        help="CPUs Ray reserves per run, at least --threads (default: the grid's ray: section, "
+        "else 1)",
     )
     ray.add_argument(
         "--ray-num-gpus",
@@ -193,6 +203,11 @@ def plan(args: argparse.Namespace) -> Plan:
         args.ray_num_gpus,
         where=args.grid.name,
     )
+    if args.executor == "ray" and args.threads > ray.num_cpus:  # oversubscribed: a crawl
+        raise BadGrid(
+            f"--threads={args.threads} exceeds the {ray.num_cpus:g} CPU(s) Ray reserves per run; "
+            f"raise --ray-num-cpus to {args.threads} or lower --threads"
+        )
     wandb_mode = resolve_wandb_mode(args.wandb)
     project, entity = wandb_target(
         args.wandb_project or spec["wandb"].get("project"),
@@ -220,14 +235,17 @@ def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
     spec, runs, out_dir = plan.spec, plan.runs, plan.out_dir
     todo = [r for r in runs if not _done(plan.done, r)]
     where = "as Ray tasks" if args.executor == "ray" else f"on {args.workers} local worker(s)"
+    threads = f"{args.threads} torch thread{'s' if args.threads > 1 else ''} per run"
     console.print(
         f"grid {spec['name']}: {len(runs)} runs, {len(runs) - len(todo)} already done, "
-        f"{len(todo)} to run {where}; W&B {_wandb_where(plan)}; -> {out_dir}",
+        f"{len(todo)} to run {where}, {threads}; W&B {_wandb_where(plan)}; -> {out_dir}",
         highlight=False,
         soft_wrap=True,
     )
     pack = "off" if args.executor == "ray" else args.pack  # Ray: one task per run
-    job = GridJob(out_dir, spec["name"], plan.wandb_mode, args.workers, plan.ray, pack)
+    job = GridJob(
+        out_dir, spec["name"], plan.wandb_mode, args.workers, plan.ray, pack, threads=args.threads
+    )
     execute = EXECUTORS[args.executor]
     with GridProgress(len(runs), len(runs) - len(todo), console, out_dir) as progress:
         execute(

@@ -19,7 +19,7 @@ class RayOptions:
     """Where Ray tasks run and what each asks for (flags over the grid's ``ray:`` section)."""
 
     address: str | None = None  # None: RAY_ADDRESS if set, else a local instance
-    num_cpus: float = 1.0  # per run; its torch threads too (at least 1)
+    num_cpus: float = 1.0  # per run: what Ray reserves for it (its threads: GridJob.threads)
     num_gpus: float | None = None  # per run; None: 1 if the cluster has GPUs, else 0
 
 
@@ -33,6 +33,9 @@ class GridJob:
     workers: int = 1
     ray: RayOptions | None = None  # --executor ray: address and resources per run
     pack: str = "off"  # --pack: auto | on | off (lit_seq.ablate.packing; local executor only)
+    # torch threads per run, whatever the workers: the thread count moves a run's digits
+    # (docs/grids.md, "What moves a run's digits"), so it is a choice, never a side effect
+    threads: int = 1
 
 
 OnStart = Callable[[Run, str], None]  # (run, worker name)

@@ -4,8 +4,8 @@ Each worker is spawned (not forked: fork + CUDA or fork + threads is unsafe), pa
 Lightning import once, then trains what the driver sends it one at a time, a run or a pack
 of runs trained together (``lit_seq.ablate.packing``), and sends back each record after
 writing it (``run_one.run_and_record``, ``run_one.run_pack_and_record``), a pack's as each
-member finishes. CPU threads are split between the workers; with GPUs, worker i gets GPU
-i % n_gpus. A worker that dies (kill -9, out of memory) fails the runs it held that have no
+member finishes. Each worker's torch uses ``job.threads`` threads (``--threads``); with
+GPUs, worker i gets GPU i % n_gpus. A worker that dies (kill -9, out of memory) fails the runs it held that have no
 record yet and is replaced; the grid goes on.
 """
 
@@ -29,7 +29,6 @@ from lit_seq.ablate.spec import Run
 from lit_seq.record import RunRecord, read_record, record_path, write_record
 from lit_seq.util.runtime import (
     QUIET_OPENMP,
-    cpu_count,
     disk_full,
     gpu_devices,
     quiet_libraries,
@@ -119,7 +118,6 @@ class LocalPool:
         self.pending = deque(runs)  # what a worker takes at a time: a run, or a pack of runs
         self.ctx = mp.get_context("spawn")
         n = max(1, min(job.workers, len(runs)))
-        self.threads = max(1, cpu_count() // n)
         self.devices = gpu_devices()
         self.slots: list[_Slot | None] = [None] * n
         self.idle_deaths = 0  # in a row: reset by every record that comes back
@@ -145,7 +143,7 @@ class LocalPool:
     def _start(self, i: int) -> None:
         ours, theirs = self.ctx.Pipe()
         device = self.devices[i % len(self.devices)] if self.devices else None
-        spec = WorkerSpec(i, theirs, os.getpid(), self.threads, device, self.job)
+        spec = WorkerSpec(i, theirs, os.getpid(), self.job.threads, device, self.job)
         process = self.ctx.Process(
             target=worker_main, args=(spec,), name=f"lit_seq-worker-{i}", daemon=True
         )

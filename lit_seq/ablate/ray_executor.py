@@ -214,8 +214,7 @@ def run_ray(
             runtime_env={"env_vars": _task_env()},
         )(task)
         mailbox = ray.remote(num_cpus=0)(_Mailbox).remote()
-        threads = max(1, int(options.num_cpus))
-        pending = {remote.remote(run, job, threads, mailbox): run for run in runs}
+        pending = {remote.remote(run, job, job.threads, mailbox): run for run in runs}
         _collect(ray, pending, job, on_start, on_record, mailbox)
     finally:
         if mailbox is not None:

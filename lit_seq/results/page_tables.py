@@ -13,7 +13,8 @@ command rather than by hand. The file is a YAML list of tables::
 
 Each entry shows ``mean [95% bootstrap interval]; successes/n [Wilson interval]``
 (:func:`tables.summary_cell`) and, after the columns, the rate the cell chose and whether it
-sits at an end of its sweep; ``-`` leaves an entry empty.
+sits at an end of its sweep, and what its seeds' machines differ in when some row's do
+(``machines differ``, :mod:`lit_seq.results.machines`); ``-`` leaves an entry empty.
 """
 
 from pathlib import Path
@@ -23,7 +24,7 @@ import yaml
 
 from lit_seq.results.compare import find_cell
 from lit_seq.results.markdown import markdown_table
-from lit_seq.results.tables import summary_cell
+from lit_seq.results.tables import MIXED, summary_cell
 
 TABLE_KEYS = ("title", "columns", "rows")
 EMPTY = "-"
@@ -37,6 +38,12 @@ def _chosen(row: pd.Series) -> str:
     rate = selected.split()[0].removeprefix("lr=")
     edge = row.get("select_edge")
     return f"{rate} ({edge} of its sweep)" if isinstance(edge, str) and edge else rate
+
+
+def _mixed(row: pd.Series) -> str:
+    """The cell's ``mixed_machines`` ("" when its seeds agree, or an older aggregate)."""
+    value = row.get("mixed_machines")
+    return value if isinstance(value, str) else ""
 
 
 def read_tables(path: Path, aggregate: pd.DataFrame) -> list[dict]:
@@ -78,13 +85,16 @@ def tables_markdown(tables: list[dict], aggregate: pd.DataFrame) -> str:
     by_cell = aggregate.set_index("cell")
     parts = []
     for table in tables:
-        header = ["", *table["columns"], "n", "rate chosen"]
+        mixed = [_mixed(by_cell.loc[cell]) for _, cell, _ in table["rows"]]
+        header = ["", *table["columns"], "n", "rate chosen", *([MIXED] if any(mixed) else [])]
         body = []
-        for label, cell, metrics in table["rows"]:
+        for (label, cell, metrics), flag in zip(table["rows"], mixed, strict=True):
             row = by_cell.loc[cell]
             entries = [
                 EMPTY if m == EMPTY else summary_cell(row, m, per_seed=False) for m in metrics
             ]
-            body.append([label, *entries, str(row["n"]), _chosen(row)])
+            body.append(
+                [label, *entries, str(row["n"]), _chosen(row), *([flag] if any(mixed) else [])]
+            )
         parts.append(f"### {table['title']}\n\n" + markdown_table(header, body))
     return "\n".join(parts)

@@ -5,8 +5,10 @@ validation and test metric, W&B run, checkpoint, and the machine and software it
 ``aggregate``: one row per cell (block + axis values) with, for every metric over its ok
 seeds: mean, std, the 95% bootstrap interval (``lit_seq.results.stats``: it stays inside
 the metric's range), min, max and the per-seed values, plus ``n`` (ok seeds), ``failed``,
-the seeds, and the success rate of the main metric (seeds at or above
-``SUCCESS_THRESHOLD``) with its 95% Wilson interval at every test length. Both are saved as
+the seeds, the success rate of the main metric (seeds at or above ``SUCCESS_THRESHOLD``)
+with its 95% Wilson interval at every test length, and ``mixed_machines``: what its seeds'
+machines differ in where that can move their digits (:mod:`lit_seq.results.machines`; the
+Markdown tables show it in a ``machines differ`` column when some cell has it). Both are saved as
 CSV and Parquet, whole; ``runs.md`` too, while ``aggregate.md`` holds what fits a screen
 (:func:`aggregate_markdown`: the main metrics, long form, and a link to the full CSV);
 ``summary.md`` (and the console) show per task the main metric at the training length and
@@ -30,6 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 from lit_seq.record import ENVIRONMENT_FIELDS, RunRecord, format_value
+from lit_seq.results.machines import mixed_machines
 from lit_seq.results.markdown import markdown_cell, markdown_table
 from lit_seq.results.selection import mark_selected, selection_text
 from lit_seq.results.stats import bootstrap_interval, success_rate, wilson_interval
@@ -48,6 +51,16 @@ STATUS_COLUMNS = ["status", "error", "warning", "wandb_run", "best_checkpoint"]
 MEAN_ONLY = ["params", "steps", "train_seconds", "samples_per_second", "target_seconds"]
 NOT_AXES = ID_COLUMNS + RUN_COLUMNS + SELECT_COLUMNS + STATUS_COLUMNS + ENVIRONMENT_FIELDS
 SUCCESS_THRESHOLD = 0.99  # a seed "solves" a test set when its main metric is at least this
+
+
+MIXED = "machines differ"  # the column that flags a cell whose seeds mixed machines
+
+
+def _any_mixed(aggregate: pd.DataFrame) -> bool:
+    """Whether some cell's seeds ran on machines that can give other digits (an older
+    aggregate without the column: none known)."""
+    column = aggregate.get("mixed_machines")
+    return column is not None and column.fillna("").astype(str).ne("").any()
 
 
 def metric_order(key: str) -> tuple:
@@ -130,6 +143,7 @@ def aggregate_table(runs: pd.DataFrame, success_threshold: float = SUCCESS_THRES
             row[column] = known.iloc[0] if len(known) else None
         row.update(n=len(ok), failed=len(group) - len(ok))
         row["seeds"] = " ".join(str(s) for s in ok["seed"])
+        row["mixed_machines"] = mixed_machines(ok)
         axis = group["select_axis"].dropna()
         if len(axis) and axis.iloc[0]:
             row[axis.iloc[0]] = "selected"
@@ -215,9 +229,11 @@ def aggregate_markdown(aggregate: pd.DataFrame) -> str:
     """
     show_selected = "selected" in aggregate and aggregate["selected"].notna().any()
     show_failed = "failed" in aggregate and aggregate["failed"].sum() > 0
+    show_mixed = _any_mixed(aggregate)
     header = ["cell", "n", "metric", "mean [95% interval]", "success [95% interval]"]
     header += ["selected"] if show_selected else []
     header += ["failed"] if show_failed else []
+    header += [MIXED] if show_mixed else []
     body = []
     for _, row in aggregate.iterrows():
         keys = main_keys(row) or [None]
@@ -231,6 +247,7 @@ def aggregate_markdown(aggregate: pd.DataFrame) -> str:
                 cells += [key.replace("/", " "), mean, success[0] if success else ""]
             cells += [row["selected"] if first else ""] if show_selected else []
             cells += [row["failed"] if first else ""] if show_failed else []
+            cells += [row["mixed_machines"] if first else ""] if show_mixed else []
             body.append(cells)
     intro = (
         "# Aggregate: the main metrics per cell\n\n"
@@ -300,15 +317,18 @@ def task_summaries(
         varying = varying or ["cell"]
         show_failed = rows["failed"].sum() > 0
         show_selected = "selected" in rows and rows["selected"].notna().any()
+        show_mixed = _any_mixed(rows)
         header = [*varying, "n", *(k.replace("/", " ") for k in keys)]
         header += ["selected"] if show_selected else []
         header += ["failed"] if show_failed else []
+        header += [MIXED] if show_mixed else []
         body = []
         for _, row in rows.iterrows():
             cells = [markdown_cell(row[c]) for c in varying] + [str(row["n"])]
             cells += [summary_cell(row, k, per_seed) for k in keys]
             cells += [markdown_cell(row["selected"])] if show_selected else []
-            body.append(cells + ([str(row["failed"])] if show_failed else []))
+            cells += [str(row["failed"])] if show_failed else []
+            body.append(cells + ([row["mixed_machines"]] if show_mixed else []))
         title = f"{task}: {metric} — mean [95% bootstrap interval]; "
         title += f"seeds >= {SUCCESS_THRESHOLD} [95% Wilson interval]"
         title += "; per-seed values" if per_seed else " (per-seed values: summary.md)"
@@ -332,7 +352,7 @@ def print_aggregate(aggregate: pd.DataFrame, console: Console | None = None) -> 
         table = Table(title=title)
         for i, column in enumerate(header):
             numeric = i >= header.index("n")
-            style = "red" if column == "failed" else None
+            style = "red" if column in ("failed", MIXED) else None
             table.add_column(column, justify="right" if numeric else "left", style=style)
         for cells in body:
             table.add_row(*cells)

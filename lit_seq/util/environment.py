@@ -1,14 +1,16 @@
 """The machine and software a run's numbers came from: what every record carries.
 
-The same seed gives the same digits on one machine, but not always on another: a different
-CPU (its vector instructions pick other kernels, which sum in another order), torch build or
-thread count can move a per-seed accuracy by a little, or, where training is on a knife's
-edge, by a lot. So every record says where it was made; verdicts over seeds are what should
-replicate elsewhere, per-seed values are not. Worked example: a tiny fit on a 2-core
-cloud machine records ``{"lit_seq_commit": "3d6bdb7", "lit_seq_dirty": true,
-"python_version": "3.11.7", "torch_version": "2.13.0+cpu", "lightning_version": "2.6.6",
-"device": "cpu", "device_name": "AMD EPYC", "cpu_capability": "AVX512", "cuda_version": "",
-"cudnn_version": "", "torch_threads": 2, "precision": "32-true", "deterministic": false}``.
+The same seed gives the same digits on one machine with the same thread count, but not
+always otherwise: a different CPU vendor or model (its vector instructions pick other
+kernels, which sum in another order), torch build, thread count (a reduction split over 2
+threads sums in another order than over 1) or precision can move a per-seed accuracy by a
+little, or, where training is on a knife's edge, by a lot. So every record says where it
+was made; verdicts over seeds are what should replicate elsewhere, per-seed values are not.
+Worked example: a tiny fit on a 2-core cloud machine records ``{"lit_seq_commit":
+"3d6bdb7", "lit_seq_dirty": true, "python_version": "3.11.7", "torch_version": "2.13.0+cpu",
+"lightning_version": "2.6.6", "device": "cpu", "device_name": "AMD EPYC (AuthenticAMD family
+25 model 1)", "cpu_capability": "AVX512", "cuda_version": "", "cudnn_version": "",
+"torch_threads": 1, "precision": "32-true", "deterministic": false}``.
 """
 
 from __future__ import annotations
@@ -45,15 +47,42 @@ def git_revision(folder: Path = PACKAGE_DIR) -> tuple[str, bool | None]:
         return "", None
 
 
+def describe_cpu(cpuinfo: str) -> str:
+    """The CPU named precisely from the text of ``/proc/cpuinfo`` (its first processor):
+    the model name, then vendor, family and model, since a cloud VM's model name may be as
+    vague as ``Intel(R) Xeon(R) Processor`` while family and model tell the generation apart
+    (its kernels, so its digits). Worked example: ``model name : AMD EPYC``, ``vendor_id :
+    AuthenticAMD``, ``cpu family : 25``, ``model : 1`` -> ``AMD EPYC (AuthenticAMD family 25
+    model 1)``; "" when the text names no model."""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        if not line.strip():
+            if fields:
+                break  # the first processor's block is enough
+            continue
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    name = fields.get("model name", "")
+    ids = [fields.get("vendor_id", "")]
+    ids += [
+        f"{label} {fields[key]}"
+        for key, label in (("cpu family", "family"), ("model", "model"))
+        if fields.get(key)
+    ]
+    ids = [i for i in ids if i]
+    if not name:
+        return ""
+    return f"{name} ({' '.join(ids)})" if ids else name
+
+
 def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo`` on Linux), else what ``platform`` knows."""
+    """The CPU's model (:func:`describe_cpu` of ``/proc/cpuinfo`` on Linux), else what
+    ``platform`` knows."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        described = describe_cpu(Path("/proc/cpuinfo").read_text())
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        described = ""
+    return described or platform.processor() or platform.machine()
 
 
 def device_fields(device: torch.device) -> dict:
