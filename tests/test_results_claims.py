@@ -88,6 +88,36 @@ def test_every_published_comparison_cites_its_row(page):
     assert check_page(REPO_ROOT / page) == []
 
 
+# C3: NoPE (b) is higher past N but fits N in no seed; C4: the same difference at N
+UNFIT = [
+    {"id": "C3", "n": 10, "difference": 0.258, "ci_low": 0.228, "ci_high": 0.285, "q": 0.003,
+     "verdict": "b is higher", "metric": "range_ood/acc_ood", "a": "sinusoidal", "b": "none",
+     "fits_a": "8/10", "fits_b": "0/10"},
+    {"id": "C4", "n": 10, "difference": 0.066, "ci_low": 0.010, "ci_high": 0.120, "q": 0.03,
+     "verdict": "b is higher", "metric": "test/acc", "a": "sinusoidal", "b": "none",
+     "fits_a": "8/10", "fits_b": "0/10"},
+]  # fmt: skip
+C3 = "[C3](comparisons.md#c3)"
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (f"NoPE is higher past N, +0.258 ({C3}).", 'C3: b (none) fits N in 0/10 seeds; say so'),
+        (f"- NoPE is higher past N ({C3}).\n- Learnable does not fit N.", "C3: b (none)"),
+        (f"NoPE is higher past N ({C3}), though it does not fit N.", None),
+        (f"NoPE, which fits N in no seed, is higher past N ({C3}).", None),
+        ("NoPE is higher at N ([C4](comparisons.md#c4)).", None),  # at N: the fit itself
+    ],
+)
+def test_a_direction_about_a_side_that_never_fits_n_must_say_so(tmp_path, body, problem):
+    pd.DataFrame(UNFIT).to_csv(tmp_path / "comparisons.csv", index=False)
+    page = tmp_path / "page.md"
+    page.write_text(body + "\n")
+    found = check_page(page)
+    assert (found == []) if problem is None else (len(found) == 1 and problem in found[0])
+
+
 def test_a_quoted_term_is_not_a_claim(tmp_path):
     body = 'It prints "no difference detected" when it cannot tell; `--min -0.5` too.\n'
     assert _page(tmp_path, body) == []

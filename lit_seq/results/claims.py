@@ -4,14 +4,20 @@ comparisons table, and quote that row's numbers.
 A page cites row ``C7`` of a table with a Markdown link to it: ``[C7](comparisons.md#c7)``
 (the path relative to the page; the numbers are read from ``comparisons.csv`` beside that
 ``comparisons.md``, as ``lit_seq.report`` writes both). A *claim* is one sentence of prose or
-one table row. In a claim that cites rows:
+one table row (a list item starts a new sentence). In a claim that cites rows:
 
 - every signed decimal (``+0.229``, ``-0.241``: how a difference is written) must be the
   difference or an interval end of a cited row, at the precision printed;
 - ``n = 10`` / ``n=10`` must be a cited row's shared seeds, ``q = 0.003`` its BH q (``q < x``:
   its q is below x);
 - a direction word (higher, lower, better, worse, beats, ...) needs a cited row whose verdict
-  found a direction, and "no difference" a cited row that found none.
+  found a direction, and "no difference" a cited row that found none;
+- a direction word next to a detected row scored past N (not ``test/...`` or ``val/...``, the
+  training length) one of whose sides fits N in no seed (its ``fits_a`` / ``fits_b`` is
+  ``0/n``, :mod:`lit_seq.results.fits`) needs the sentence to say so ("does not fit N",
+  "never fits N", "fits N in no seed", "fits N on none"): a cell that never learnt its
+  training lengths is ranked past them only with that said (a row at N compares the fit
+  itself). A table written before these columns is not checked for it.
 
 A claim that cites nothing but quotes a signed decimal, "no difference" or a comparative
 ("higher than", "lower than", ...) is a comparison without a row. Fenced or indented code,
@@ -34,6 +40,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from lit_seq.results.fits import fits_nowhere
+
 CITATION = re.compile(r"\[(C\d+)\]\(([^)#\s]*comparisons\.md)#c\d+\)")
 SIGNED = re.compile(r"(?<![\w.])([+\-−])(\d+\.\d+)")
 SEEDS = re.compile(r"\bn\s?=\s?(\d+)\b")
@@ -42,8 +50,12 @@ DIRECTION = re.compile(
     r"\b(higher|lower|better|worse|beats?|outperforms?|exceeds?|improves?|hurts?)\b", re.I
 )
 NO_DIFFERENCE = re.compile(r"\bno difference\b", re.I)
+NOT_FIT = re.compile(  # the sentence says a side has not learnt N
+    r"\b(?:not|never)\s+fits?\s+N\b|\bfits?\s+N\s+(?:in|on)\s+(?:no|none)\b", re.I
+)
 COMPARATIVE = re.compile(r"\b(higher|lower|better|worse) than\b", re.I)
 QUOTED = re.compile(r'"[^"]*"|`[^`]*`')  # a term or code named, not a claim made
+LIST_ITEM = re.compile(r"([-*+]|\d+\.)\s")
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(*\[])")
 
 
@@ -84,6 +96,8 @@ def claims(markdown: str) -> list[Claim]:
             flush()
             out.append(Claim(number, stripped))
             continue
+        if LIST_ITEM.match(stripped):
+            flush()  # each item of a list is its own claim, whatever its last sentence ends in
         if not paragraph:
             start = number
         paragraph.append(stripped)
@@ -142,7 +156,26 @@ def check_claim(claim: Claim, rows: list[pd.Series]) -> list[str]:
             problems.append("says no difference where its row detects one")
     elif DIRECTION.search(text) and not any(_detected(r) for r in rows):
         problems.append("states a direction where its row detects no difference")
+    if DIRECTION.search(text) and not NOT_FIT.search(text):
+        problems += [_unfit(r) for r in rows if _detected(r) and _past_n(r) and _unfit(r)]
     return problems
+
+
+def _past_n(row: pd.Series) -> bool:
+    """Whether ``row`` is scored past the training length (``test/acc`` is at N)."""
+    return not str(row.get("metric", "")).startswith(("test/", "val/"))
+
+
+def _unfit(row: pd.Series) -> str:
+    """The problem with ranking ``row`` unsaid: its sides that fit N in no seed ("" none)."""
+    sides = [
+        f"{side} ({row[side]}) fits N in {row[f'fits_{side}']} seeds"
+        for side in ("a", "b")
+        if fits_nowhere(row.get(f"fits_{side}"))
+    ]
+    if not sides:
+        return ""
+    return f'{row.name}: {" and ".join(sides)}; say so ("does not fit N") or drop the direction'
 
 
 def check_page(page: Path) -> list[str]:

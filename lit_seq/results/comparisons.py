@@ -2,8 +2,11 @@
 
 Every comparison of a page is one row: cells a and b, the metric, the shared seeds ``n``,
 both means, the mean difference b - a with its 95% bootstrap interval, the exact sign-flip
-p and the Benjamini-Hochberg q over the page's rows (``lit_seq.results.stats``). The verdict
-reads q, not p: with 50 comparisons at p < 0.05, about 2.5 would be "detected" by chance.
+p and the Benjamini-Hochberg q over the page's rows (``lit_seq.results.stats``), and how many
+seeds of each side fit N (``fits_a``, ``fits_b``: ``k/n`` under the page's rule,
+:mod:`lit_seq.results.fits`). The verdict reads q, not p: with 50 comparisons at p < 0.05,
+about 2.5 would be "detected" by chance; a side that fits N in no seed has not learnt the
+task, and a sentence that ranks it must say so (``lit_seq.results.claims``).
 
 :func:`block_pairs` gives a grid's own family, what ``comparisons.{csv,md}`` of a report
 holds: within a block, each cell against the cell that differs from it in one axis only and
@@ -24,12 +27,13 @@ import yaml
 
 from lit_seq.results.best import score_column
 from lit_seq.results.compare import find_cell, seed_values
+from lit_seq.results.fits import FitRule, fits_n
 from lit_seq.results.markdown import markdown_table
 from lit_seq.results.stats import bh_q_values, paired_difference, verdict
 
 COMPARISON_COLUMNS = ["id", "task", "block", "held", "axis", "a", "b", "cell_a", "cell_b", "metric"]
 COMPARISON_COLUMNS += ["n", "mean_a", "mean_b", "difference", "ci_low", "ci_high", "p", "q"]
-COMPARISON_COLUMNS += ["verdict", "select_edge"]
+COMPARISON_COLUMNS += ["verdict", "fits_a", "fits_b", "select_edge"]
 
 
 def _axes(aggregate: pd.DataFrame, rows: pd.DataFrame) -> list[str]:
@@ -119,10 +123,15 @@ def read_pairs(path: Path, aggregate: pd.DataFrame) -> list[dict]:
     return pairs
 
 
-def comparisons_table(runs: pd.DataFrame, aggregate: pd.DataFrame, pairs: list[dict]):
+def comparisons_table(
+    runs: pd.DataFrame, aggregate: pd.DataFrame, pairs: list[dict], fit: FitRule | None = None
+):
     """One row per pair (``cell_a``, ``cell_b``, ``metric``, and any descriptive keys), with
-    the statistics of b - a and BH q across all ``pairs``."""
+    the statistics of b - a, BH q across all ``pairs`` and each side's seeds that fit N by
+    ``fit`` (default :class:`~lit_seq.results.fits.FitRule`: ``test/<main>`` >= 0.99)."""
+    fit = fit or FitRule()
     edges = aggregate.set_index("cell")["select_edge"] if "select_edge" in aggregate else None
+    mains = aggregate.set_index("cell")["main_metric"].fillna("acc")
     rows = []
     for pair in pairs:
         a = seed_values(runs, pair["cell_a"], pair["metric"])
@@ -144,6 +153,8 @@ def comparisons_table(runs: pd.DataFrame, aggregate: pd.DataFrame, pairs: list[d
                 "ci_low": diff.interval.low,
                 "ci_high": diff.interval.high,
                 "p": diff.p,
+                "fits_a": fits_n(runs, pair["cell_a"], mains[pair["cell_a"]], fit),
+                "fits_b": fits_n(runs, pair["cell_b"], mains[pair["cell_b"]], fit),
                 "select_edge": "; ".join(flagged),
             }
         )
@@ -161,10 +172,13 @@ def _signed(value: float) -> str:
     return "" if pd.isna(value) else f"{value:+.3f}"
 
 
-def comparisons_markdown(table: pd.DataFrame) -> str:
-    """``table`` as one Markdown table (cell ids and the sweep flags: the CSV)."""
+def comparisons_markdown(table: pd.DataFrame, fit: FitRule | None = None) -> str:
+    """``table`` as one Markdown table (cell ids: the CSV); its title states ``fit``, the
+    rule its ``fits N`` columns count seeds by."""
+    fit = fit or FitRule()
     header = ["row", "task", "block", "held", "axis", "a", "b", "metric", "n", "a mean", "b mean"]
-    header += ["b - a [95% bootstrap]", "sign-flip p", "BH q", "verdict", "selected at sweep end"]
+    header += ["b - a [95% bootstrap]", "sign-flip p", "BH q", "verdict", "a fits N", "b fits N"]
+    header += ["selected at sweep end"]
     body = []
     for _, row in table.iterrows():
         interval = _signed(row["difference"])
@@ -180,8 +194,14 @@ def comparisons_markdown(table: pd.DataFrame) -> str:
                 row["p"],
                 row["q"],
                 row["verdict"],
+                row["fits_a"],
+                row["fits_b"],
                 row["select_edge"],
             ]
         )
-    title = "### Comparisons: b - a over shared seeds; verdict on BH q < 0.05 across this table"
+    title = (
+        "### Comparisons: b - a over shared seeds; verdict on BH q < 0.05 across this table; "
+        f"fits N: seeds with {fit.text()} at the training length N (a side that fits N in no "
+        "seed has not learnt the task)"
+    )
     return f"{title}\n\n" + markdown_table(header, body)

@@ -31,12 +31,14 @@ from dataclasses import dataclass
 import pandas as pd
 
 from lit_seq.record import RANGE_OOD
+from lit_seq.results.fits import FitRule
 from lit_seq.results.markdown import markdown_table
 from lit_seq.results.stats import bootstrap_interval, success_rate, wilson_interval
 
 SOLVED = 90.0  # their bold: a score >= 90% solves the task
 SCORE = f"{RANGE_OOD}/acc"  # their score: per-sequence accuracy averaged over the test lengths
 FITS = "val/acc"  # accuracy at the training length: did the run learn the task at all
+PAPER_FIT = FitRule(FITS, SOLVED / 100)  # "fits N" on this page, for its comparisons too
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,9 @@ from lit_seq.results.comparisons import (
     comparisons_table,
     read_pairs,
 )
+from lit_seq.results.fits import FitRule
 from lit_seq.results.page_tables import read_tables, tables_markdown
-from lit_seq.results.paper import PAPERS, paper_markdown, side_by_side
+from lit_seq.results.paper import PAPER_FIT, PAPERS, paper_markdown, side_by_side
 from lit_seq.results.plots import write_plots
 from lit_seq.results.seed_wins import seed_wins, seed_wins_markdown
 from lit_seq.results.tables import aggregate_table, print_aggregate, runs_table, write_tables
@@ -77,12 +78,14 @@ def build_report(
     best = best_tables(runs, aggregate)
     atomic_write_text(Path(out_dir) / "best.csv", best.to_csv(index=False))
     atomic_write_text(Path(out_dir) / "best.md", best_markdown(best))
-    comparisons = comparisons_table(runs, aggregate, block_pairs(runs, aggregate) + extra)
+    # "fits N" by the page's rule: a grid beside a paper reads that paper's page's
+    fit = PAPER_FIT if paper else FitRule()
+    comparisons = comparisons_table(runs, aggregate, block_pairs(runs, aggregate) + extra, fit)
     atomic_write_text(Path(out_dir) / "comparisons.csv", comparisons.to_csv(index=False))
     luck = seed_wins(runs, _scores(runs, aggregate))
     atomic_write_text(
         Path(out_dir) / "comparisons.md",
-        comparisons_markdown(comparisons) + "\n" + seed_wins_markdown(luck),
+        comparisons_markdown(comparisons, fit) + "\n" + seed_wins_markdown(luck),
     )
     if paper:
         beside = side_by_side(runs, PAPERS[paper])
