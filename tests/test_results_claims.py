@@ -103,7 +103,7 @@ C3 = "[C3](comparisons.md#c3)"
 @pytest.mark.parametrize(
     ("body", "problem"),
     [
-        (f"NoPE is higher past N, +0.258 ({C3}).", 'C3: b (none) fits N in 0/10 seeds; say so'),
+        (f"NoPE is higher past N, +0.258 ({C3}).", "C3: b (none) fits N in 0/10 seeds; say so"),
         (f"- NoPE is higher past N ({C3}).\n- Learnable does not fit N.", "C3: b (none)"),
         (f"NoPE is higher past N ({C3}), though it does not fit N.", None),
         (f"NoPE, which fits N in no seed, is higher past N ({C3}).", None),

@@ -12,6 +12,7 @@ from lit_seq.results.comparisons import (
     comparisons_table,
     read_pairs,
 )
+from lit_seq.results.fits import FitRule
 from lit_seq.results.stats import bh_q_values
 from lit_seq.results.tables import aggregate_table, runs_table
 
@@ -189,3 +190,21 @@ def test_every_shipped_pairs_file_names_cells_of_its_grid(pairs, grid):
         {"cell": cells, "task": [c.split("task=")[1].split("__")[0] for c in cells]}
     )
     assert len(read_pairs(REPO / pairs, aggregate)) > 0
+
+
+def test_each_side_says_how_many_seeds_fit_n_by_the_pages_rule():
+    runs, aggregate = _tables()
+    # residual=false with NoPE: 4 of 6 seeds at 0.995 at N, 2 at 0.97; val/acc 0.95 on all
+    nope = runs["cell"].str.endswith("residual=False__pos_mode=none")
+    runs.loc[nope, "test/acc"] = [0.995, 0.995, 0.97, 0.995, 0.97, 0.995]
+    runs["val/acc"] = 0.95
+    table = comparisons_table(runs, aggregate, block_pairs(runs, aggregate))
+    last = table.iloc[-1]  # residual=false: sinusoidal vs none
+    assert (last["fits_a"], last["fits_b"]) == ("6/6", "4/6")  # test/acc >= 0.99
+    table = comparisons_table(
+        runs, aggregate, block_pairs(runs, aggregate), FitRule("val/acc", 0.9)
+    )
+    assert set(table["fits_a"]) | set(table["fits_b"]) == {"6/6"}  # val/acc >= 0.9: Delétang's
+    assert "fits N: seeds with val/acc >= 0.9" in comparisons_markdown(
+        table, FitRule("val/acc", 0.9)
+    )
