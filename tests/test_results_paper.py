@@ -54,10 +54,12 @@ def test_our_maximum_against_theirs_with_the_reported_seeds_mean_beside_it():
     assert parity["runs"] == 6 and parity["n"] == 4
     assert parity["mean"] == pytest.approx(68.0)  # (50 + 60 + 92 + 70) / 4
     assert parity["solved_seeds"] == 1 and parity["verdict"] == "agree"
+    assert parity["verdict_every_seed"] == "disagree"  # 1 of 4 reported seeds solves
     assert 0 < parity["solved_low"] < 0.25 < parity["solved_high"] < 1
     reverse = table.loc[("reverse_string", "lstm")]
     assert reverse["max"] == pytest.approx(55.0) and reverse["runs"] == 2  # failed: out
     assert reverse["paper"] == 60.9 and reverse["verdict"] == "agree"  # both unsolved
+    assert reverse["verdict_every_seed"] == "agree"  # no seed solves (no val: as if fit)
 
 
 def test_a_row_solved_on_one_side_only_disagrees_and_a_text_only_verdict_counts():
@@ -65,7 +67,8 @@ def test_a_row_solved_on_one_side_only_disagrees_and_a_text_only_verdict_counts(
     table = side_by_side(_runs(), rows)
     assert table["verdict"].tolist() == ["disagree"]  # ours 95 >= 90, theirs unsolved
     text = paper_markdown(table, "deletang2023")
-    assert "0 of 1 rows agree" in text and "unsolved (text)" in text
+    assert "by the maximum over runs 0 agree, 1 disagree, 0 inconclusive" in text
+    assert "unsolved (text; Table 2 not confirmed)" in text
 
 
 def test_every_task_and_arch_of_the_chomsky_grid_has_a_paper_row():
@@ -83,7 +86,7 @@ def test_a_row_whose_reported_seeds_have_not_run_says_so():
     table = side_by_side(runs[runs["selected"].eq(False)], DELETANG_2023)
     text = paper_markdown(table, "deletang2023")
     line = next(row for row in text.splitlines() if row.startswith("| parity_check | rnn"))
-    assert "95.0 (2 runs) |  | no reported seed yet |  | agree |" in line
+    assert "95.0 (2 runs) |  | no reported seed yet |  | agree |  |" in line
 
 
 def test_both_unsolved_agrees_only_where_some_run_of_ours_fits_the_training_length():
@@ -100,6 +103,20 @@ def test_both_unsolved_agrees_only_where_some_run_of_ours_fits_the_training_leng
     assert row["fits"] == pytest.approx(62.0)  # the failed run's 0.99 does not count
     assert row["verdict"] == "inconclusive"
     text = paper_markdown(table, "deletang2023")
-    assert "1 of 2 rows agree" in text and "1 inconclusive" in text
+    assert "by the maximum over runs 1 agree, 0 disagree, 1 inconclusive" in text
+    assert "in every seed 0 agree, 1 disagree, 1 inconclusive" in text
     line = next(r for r in text.splitlines() if r.startswith("| reverse_string | lstm"))
-    assert "| 55.0 (2 runs) | 62.0 |" in line and line.endswith("| inconclusive |")
+    assert "| 55.0 (2 runs) | 62.0 |" in line and line.endswith("| inconclusive | inconclusive |")
+
+
+def test_a_row_that_never_fits_n_is_inconclusive_whatever_the_paper_says():
+    # parity_check / rnn: the paper solves it (100.0); ours reaches 95 past N on one run but
+    # no run fits N (best val 0.80): inconclusive, not disagree (and not agree either)
+    runs = _runs().assign(**{"val/acc": [0.8, 0.5, 0.5, 0.6, 0.7, 0.7, 0.95, 0.95, 0.99]})
+    row = side_by_side(runs, DELETANG_2023).set_index(["task", "arch"]).loc[("parity_check", "rnn")]
+    assert (row["paper_solved"], row["fits"]) == (True, pytest.approx(80.0))
+    assert row["verdict"] == row["verdict_every_seed"] == "inconclusive"
+    # the same row fitting N: agrees by the maximum (95), not in every seed (1 of 4)
+    runs["val/acc"] = 0.95
+    row = side_by_side(runs, DELETANG_2023).set_index(["task", "arch"]).loc[("parity_check", "rnn")]
+    assert (row["verdict"], row["verdict_every_seed"]) == ("agree", "disagree")

@@ -10,18 +10,25 @@ same score (``range_ood/acc``: the accuracy averaged over the test lengths past 
   ``select:`` chose on validation) and how many of them reach 90 (Wilson interval);
 - ``fits``: the highest validation accuracy (at the training length N, x 100) of any ok run
   of the row: whether any of our runs learnt the training distribution at all;
-- ``verdict``: ``agree`` when both the paper's number and our maximum are >= 90 (solved), or
-  both are below and some run of ours fits N (``fits`` >= 90: it learnt the task in
-  distribution and failed past it, the paper's "unsolved"); ``inconclusive`` when both are
-  below but no run of ours fits N (a model that never learnt the task says nothing about
-  its extrapolation: the budget or setup failed, not the extrapolation); ``disagree``
-  otherwise. A grid without validation scores leaves ``fits`` empty and both-unsolved rows
-  ``agree``. ``chance`` (the task's, x 100) beside it. Like for like: our maximum against
-  theirs; the mean and the success rate say how much of our maximum one lucky run carries.
+- one verdict rule, two readings of "ours": ``inconclusive`` when no run of ours fits N
+  (``fits`` < 90), whatever the paper says: a model that never learnt the task in
+  distribution says nothing about its extrapolation, solved or not (the budget or setup
+  failed, not the extrapolation). Otherwise ``agree`` when ours and the paper's are on the
+  same side of 90, else ``disagree``, where "ours" is, for ``verdict`` (agrees by the maximum
+  over runs, the paper's own criterion), the maximum over every run, and for
+  ``verdict_every_seed`` (agrees in every seed) each reported seed: every one >= 90 against
+  a solved row, none against an unsolved one ("" before any reported seed has run). A
+  grid without validation scores leaves ``fits`` empty and is judged as if it fits.
+  ``chance`` (the task's, x 100) beside it. Like for like: our maximum against theirs; the
+  mean, the success rate and the every-seed verdict say how much of our maximum one lucky
+  run carries.
 
 A row is found by its runs' ``task`` and ``arch``. The paper's numbers were read from its
-text as cited in ``source``; where the text states the verdict but the number could not be
-read here, ``score`` is None and ``solved`` carries the verdict.
+text as cited in ``source``; where the text states the verdict but Table 2's number could
+not be confirmed here (the paper's repository, google-deepmind/neural_networks_chomsky_
+hierarchy, does not hold its tables, and the paper's Table 2 was not readable in the
+session that checked them), ``score`` is None, ``solved`` carries the verdict and the page
+prints ``solved (text; Table 2 not confirmed)``.
 """
 
 from __future__ import annotations
@@ -100,6 +107,7 @@ PAPERS = {"deletang2023": DELETANG_2023}
 PAPER_COLUMNS = ["task", "arch", "chance", "paper", "paper_solved", "max", "runs", "fits", "mean"]
 PAPER_COLUMNS += ["ci_low"]
 PAPER_COLUMNS += ["ci_high", "n", "solved_seeds", "solved_low", "solved_high", "verdict"]
+PAPER_COLUMNS += ["verdict_every_seed"]
 PAPER_COLUMNS += ["source"]
 
 
@@ -141,18 +149,43 @@ def side_by_side(runs: pd.DataFrame, rows: list[PaperRow]) -> pd.DataFrame:
                 "solved_low": low,
                 "solved_high": high,
                 "verdict": _verdict(ours_solved, row.solved, fits),
+                "verdict_every_seed": _every_seed(hits, n, row.solved, fits),
                 "source": row.source,
             }
         )
     return pd.DataFrame(lines, columns=PAPER_COLUMNS)
 
 
+def _fits_nowhere(fits: float | None) -> bool:
+    """No run of the row learnt N (None / NaN: not recorded, judged as if it did)."""
+    return fits is not None and not pd.isna(fits) and fits < SOLVED
+
+
 def _verdict(ours_solved: bool, paper_solved: bool, fits: float | None) -> str:
-    if ours_solved != paper_solved:
-        return "disagree"
-    if not ours_solved and not pd.isna(fits) and fits < SOLVED:  # None / NaN: not recorded
-        return "inconclusive"  # unsolved on both sides, but ours never learnt N either
-    return "agree"
+    """Agrees by the maximum over runs: ``ours_solved`` is our maximum >= 90."""
+    if _fits_nowhere(fits):
+        return "inconclusive"  # never learnt N: says nothing about extrapolation either way
+    return "agree" if ours_solved == paper_solved else "disagree"
+
+
+def _every_seed(hits: int, n: int, paper_solved: bool, fits: float | None) -> str:
+    """Agrees in every seed: all ``n`` reported seeds >= 90 against a solved row, none
+    against an unsolved one; "" before any reported seed."""
+    if not n:
+        return ""
+    if _fits_nowhere(fits):
+        return "inconclusive"
+    return "agree" if hits == (n if paper_solved else 0) else "disagree"
+
+
+def _tally(verdicts: pd.Series) -> str:
+    """``2 agree, 1 disagree, 3 inconclusive``."""
+    count = verdicts.fillna("").value_counts()
+    return ", ".join(f"{int(count.get(v, 0))} {v}" for v in ("agree", "disagree", "inconclusive"))
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _pct(value: float) -> str:
@@ -163,10 +196,11 @@ def paper_markdown(table: pd.DataFrame, name: str) -> str:
     """``table`` as the page's Markdown table, with its tally of verdicts."""
     header = ["task", "arch", "chance", "paper", "ours: max over runs", "fits N: best val"]
     header += ["ours: mean [95% bootstrap]"]
-    header += ["seeds >= 90 [Wilson]", "verdict"]
+    header += ["seeds >= 90 [Wilson]", "agrees by the max over runs", "agrees in every seed"]
     body = []
     for _, r in table.iterrows():
-        paper = _pct(r["paper"]) or ("solved" if r["paper_solved"] else "unsolved") + " (text)"
+        unread = "solved" if r["paper_solved"] else "unsolved"
+        paper = _pct(r["paper"]) or f"{unread} (text; Table 2 not confirmed)"
         # a row whose reported seeds have not run yet (a grid in progress) says so
         mean, rate = "no reported seed yet", ""
         if r["n"]:
@@ -184,13 +218,13 @@ def paper_markdown(table: pd.DataFrame, name: str) -> str:
                 mean,
                 rate,
                 r["verdict"],
+                _text(r.get("verdict_every_seed")),
             ]
         )
-    count = table["verdict"].value_counts()
-    agree, open_ = int(count.get("agree", 0)), int(count.get("inconclusive", 0))
     title = (
-        f"### Beside {name}: {agree} of {len(table)} rows agree on solved (score >= 90) or "
-        f"not, our maximum over runs against theirs; {open_} inconclusive (unsolved on "
-        "both sides, but no run of ours fits the training length N: best val < 90)"
+        f"### Beside {name}, {len(table)} rows: solved (score >= 90) or not, ours against "
+        f"theirs; by the maximum over runs {_tally(table['verdict'])}; in every seed "
+        f"{_tally(table['verdict_every_seed'])} (inconclusive: no run of ours fits the "
+        "training length N, best val < 90, whatever the paper says)"
     )
     return f"{title}\n\n" + markdown_table(header, body)
