@@ -25,10 +25,11 @@ same score (``range_ood/acc``: the accuracy averaged over the test lengths past 
 
 A row is found by its runs' ``task`` and ``arch``. The paper's numbers were read from its
 text as cited in ``source``; where the text states the verdict but Table 2's number could
-not be confirmed here (the paper's repository, google-deepmind/neural_networks_chomsky_
-hierarchy, does not hold its tables, and the paper's Table 2 was not readable in the
-session that checked them), ``score`` is None, ``solved`` carries the verdict and the page
-prints ``solved (text; Table 2 not confirmed)``.
+not be confirmed here (the paper's repository,
+``google-deepmind/neural_networks_chomsky_hierarchy``, does not hold its tables, and the
+paper's Table 2 was not readable in the session that checked them), ``score`` is None,
+``solved`` carries the verdict and the page prints ``solved (text; Table 2 not
+confirmed)``.
 """
 
 from __future__ import annotations
