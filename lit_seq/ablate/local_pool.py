@@ -4,9 +4,10 @@ Each worker is spawned (not forked: fork + CUDA or fork + threads is unsafe), pa
 Lightning import once, then trains what the driver sends it one at a time, a run or a pack
 of runs trained together (``lit_seq.ablate.packing``), and sends back each record after
 writing it (``run_one.run_and_record``, ``run_one.run_pack_and_record``), a pack's as each
-member finishes. Each worker's torch uses ``job.threads`` threads (``--threads``); with
-GPUs, worker i gets GPU i % n_gpus. A worker that dies (kill -9, out of memory) fails the runs it held that have no
-record yet and is replaced; the grid goes on.
+member finishes. Each worker's torch uses ``job.threads`` threads (``--threads``, never
+derived from the worker count); with GPUs, worker i gets GPU i % n_gpus. A worker that dies
+(kill -9, out of memory) fails the runs it held that have no record yet and is replaced;
+the grid goes on.
 """
 
 import contextlib
