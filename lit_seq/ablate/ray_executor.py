@@ -11,6 +11,8 @@ driver's ``--out`` even when the nodes share no filesystem. Run folders (checkpo
 and logs are written on the node that ran the task, under the same ``--out`` path.
 Per-run resources: ``--ray-num-cpus/--ray-num-gpus``, else the grid's ``ray:`` section, else
 1 CPU and, if the cluster has GPUs, 1 GPU; a fraction of a GPU packs several runs onto one.
+Each task's torch uses ``--threads`` threads (``GridJob.threads``, default 1, at most its CPUs),
+as the local executor's workers do: a thread count is a choice, since it moves a run's digits.
 A task whose worker or node dies is retried by Ray (``MAX_RETRIES``), then recorded as failed.
 Ray is an optional extra: it is imported only when this executor runs.
 """
