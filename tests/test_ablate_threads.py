@@ -85,7 +85,10 @@ def test_a_cell_whose_seeds_differ_in_threads_or_cpu_is_flagged_in_its_tables():
 @pytest.mark.integration
 def test_one_or_two_workers_give_the_same_digits_with_one_thread_each(tmp_path, capsys):
     # a recurrent and a transformer run; before --threads, one worker took every CPU (2
-    # threads here) and two workers one each, and the digits differed
+    # threads on a 2-core machine) and two workers one each. Runs this small give the same
+    # digits on 1 and 2 threads (measured), so the thread count each record names is what
+    # catches a grid that sets threads from its workers again; larger models differ
+    # (docs/grids.md, "What moves a run's digits")
     grid = write_grid(
         tmp_path,
         "threads",
