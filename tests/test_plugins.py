@@ -7,6 +7,8 @@ import yaml
 
 from lit_seq import evaluate
 from lit_seq.ablate.grid import check_cells
+from lit_seq.ablate.jobs import GridJob, RayOptions
+from lit_seq.ablate.run_one import run_args
 from lit_seq.ablate.spec import expand, parse_spec
 from lit_seq.fit import BadInput, build_cli, check_config, cli_main
 from tests.helpers import REPO, TINY, driver, tiny_fit, write_grid
@@ -182,3 +184,24 @@ blocks:
         r["n_layers"] if "n_layers" in r else r["axes"]["model.init_args.n_layers"] for r in records
     ) == [1, 2]
     assert {(r["task"], r["arch"], r["status"]) for r in records} == {("majority", "gru", "ok")}
+
+
+def test_a_plugin_axis_value_is_tagged_by_its_arch_and_options_not_cut(tmp_path):
+    conv = {"class_path": CONV, "init_args": {"kernel": 5}}  # 93 characters as one tag
+    spec = {
+        "name": "g",
+        "blocks": [
+            {
+                "name": "plugin",
+                "config": str(EXAMPLE),
+                "axes": {"model.init_args.backbone": ["examples.plugins.GRUBackbone", conv]},
+            },
+        ],
+    }
+    gru, conv_run = check_cells(expand(parse_spec(spec)), "g")
+    job = GridJob(tmp_path, "g", "off", 1, RayOptions())
+    given = [a for r in (gru, conv_run) for a in run_args(r, job) if a.startswith("--wandb_tags=")]
+    assert [json.loads(a.split("=", 1)[1]) for a in given] == [
+        ["arch=gru", "block=plugin", "seed=0"],
+        ["arch=conv", "kernel=5", "block=plugin", "seed=0"],
+    ]
