@@ -37,7 +37,7 @@ from lit_seq.ablate.packing import PACK_MODES
 from lit_seq.ablate.progress import GridProgress, wrap
 from lit_seq.ablate.ray_executor import ray_options, require_ray, run_ray
 from lit_seq.ablate.run_one import failed_record
-from lit_seq.ablate.selection import resolve
+from lit_seq.ablate.select import resolve
 from lit_seq.ablate.spec import Run
 from lit_seq.ablate.wandb_summary import log_summary
 from lit_seq.fit.wandb_modes import DEFAULT_PROJECT, WANDB_MODES, resolve_wandb_mode, wandb_target
