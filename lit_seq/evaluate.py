@@ -145,7 +145,7 @@ def evaluate(
     args = [
         "--config",
         str(config),
-        "--wandb=off",
+        "--wandb.mode=off",
         "--ckpt_path=null",
         "--model.init_args.max_len=null",
         "--model.init_args.pos_range=null",

@@ -200,7 +200,7 @@ def test_a_plugin_axis_value_is_tagged_by_its_arch_and_options_not_cut(tmp_path)
     }
     gru, conv_run = check_cells(expand(parse_spec(spec)), "g")
     job = GridJob(tmp_path, "g", "off", 1, RayOptions())
-    given = [a for r in (gru, conv_run) for a in run_args(r, job) if a.startswith("--wandb_tags=")]
+    given = [a for r in (gru, conv_run) for a in run_args(r, job) if a.startswith("--wandb.tags=")]
     assert [json.loads(a.split("=", 1)[1]) for a in given] == [
         ["arch=gru", "block=plugin", "seed=0"],
         ["arch=conv", "kernel=5", "block=plugin", "seed=0"],
