@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 import yaml
 
+from lit_seq.ablate.grid import config_digest
 from lit_seq.fit import BadInput, check_config
 from lit_seq.fit.wandb_options import OLD_KEYS, WandbOptions, new_layout, new_spelling
 from tests.helpers import REPO
@@ -88,4 +89,13 @@ def test_a_bad_mode_is_one_line_in_either_spelling():
             check_config(["--config", str(ECHO_RNN), *args])
         assert str(error.value) == (
             "wandb.mode='maybe' is not one of ['auto', 'online', 'offline', 'off']"
+        )
+
+
+def test_w_and_b_options_leave_a_grid_runs_identity_as_it_was():
+    # a grid folder resumes whatever W&B options its runs were given, in either spelling
+    plain = check_config(["--config", str(ECHO_RNN)]).config
+    for args in (NEW, OLD):
+        assert config_digest(check_config(["--config", str(ECHO_RNN), *args]).config) == (
+            config_digest(plain)
         )
