@@ -74,13 +74,15 @@ def test_both_spellings_build_the_same_options(args):
 
 def test_a_config_file_with_the_old_keys_reads_as_one_with_the_section(tmp_path):
     content = yaml.safe_load(ECHO_RNN.read_text())
-    old = {**content, "wandb": "off", "wandb_project": "p", "wandb_tags": ["x"]}
+    # as a grid run's config.yaml holds them: every field, its config a mapping of its own
+    given = {"project": "p", "tags": ["x"], "config": {"cell": "c"}, "log_model": True}
+    old = {**content, "wandb": "off", **{f"wandb_{k}": v for k, v in given.items()}}
     (tmp_path / "old.yaml").write_text(yaml.safe_dump(old))
-    new = {**content, "wandb": {"mode": "off", "project": "p", "tags": ["x"]}}
+    new = {**content, "wandb": {"mode": "off", **given}}
     (tmp_path / "new.yaml").write_text(yaml.safe_dump(new))
     assert new_layout(new) is None  # nothing to move
     found = [check_config(["--config", str(tmp_path / f)]).wandb for f in ("old.yaml", "new.yaml")]
-    assert found[0] == found[1] == WandbOptions(mode="off", project="p", tags=["x"])
+    assert found[0] == found[1] == WandbOptions(mode="off", **given)
 
 
 def test_a_bad_mode_is_one_line_in_either_spelling():

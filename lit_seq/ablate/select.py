@@ -1,17 +1,12 @@
-"""A grid's ``select:`` block: its fields checked before anything trains, then, in its second
-phase, each waiting run given the value its group chose.
+"""A grid's ``select:`` block: its fields checked before anything trains (:func:`check_select`,
+called by ``spec`` on every block), then each waiting run given the value its group chose.
 
-A block's ``select: {axis: lr, seeds: [100, 101, 102]}`` runs every value of the axis on the
-selection seeds; the rule that picks the winner, and why the selection seeds are not grid
-seeds, is ``lit_seq.results.selection`` (the tables read it too). :func:`check_select` and
-:func:`check_sweep` check the block (``spec`` calls them on every block): the axis varies,
-enough seeds none of them a grid seed, a learning-rate sweep wide enough unless
-``sweep_reason`` says why not, ``extend`` a count of steps. :func:`resolve` is the second
-phase: a run whose seed does not compete (``Run.select_from`` non-empty) waits until the runs
-of its ``select_group`` on the selection seeds have finished, then takes the value they chose
-and runs like any other. With ``select.extend`` the values include those its group added
-past its sweep (``lit_seq.ablate.extension``), so it waits for those too. Deterministic: a
-resumed grid chooses the same value from the same records.
+The rule that picks the winner, and why the selection seeds are not grid seeds, is
+``lit_seq.results.selection`` (the tables read it too). A run whose seed does not compete
+(``Run.select_from`` non-empty) waits until the runs of its ``select_group`` on the
+selection seeds have finished, then takes the value they chose (:func:`resolve`), values
+added past its sweep by ``select.extend`` (``lit_seq.ablate.extension``) included.
+Deterministic: a resumed grid chooses the same value from the same records.
 """
 
 from __future__ import annotations

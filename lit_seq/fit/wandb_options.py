@@ -1,14 +1,7 @@
-"""A fit's W&B options as one group, like ``target`` and ``range_eval``: ``--wandb.mode off``,
-``--wandb.project P``, or a config's section::
-
-    wandb: {mode: offline, project: my_project, tags: [first_try]}
-
-The spellings from before the group are still read, on the command line and in a config
-file (every run folder's ``config.yaml`` written before it holds them): ``--wandb MODE`` /
-``wandb: MODE`` is ``wandb.mode``, ``--wandb_project`` / ``wandb_project:`` is
-``wandb.project``, and so on for every field (``wandb_<field>``). A run folder made before
-therefore still resumes and evaluates.
-"""
+"""A fit's W&B options as one group, like ``target``: ``--wandb.mode off`` or, in a config,
+``wandb: {mode: offline, project: P}``. The spellings from before the group (``--wandb
+MODE``, ``--wandb_<field>``) are read on the command line and in config files, so a run
+folder written before it still resumes and evaluates."""
 
 from __future__ import annotations
 
@@ -91,15 +84,10 @@ def new_spelling(args: list[str]) -> list[str]:
 def new_layout(content: dict) -> str | None:
     """A config file's ``content`` with its old top-level W&B keys moved into its ``wandb``
     section, as a config the parser reads (JSON); None when it has none to move."""
-    old = {k: v for k, v in content.items() if k in OLD_KEYS and not _is_section(v)}
+    old = {k: v for k, v in content.items() if k in OLD_KEYS}
+    section = old.pop("wandb") if isinstance(content.get("wandb"), dict) else {}  # the group
     if not old:
         return None
-    moved = {k: v for k, v in content.items() if k not in old}
-    section = dict(content.get("wandb") or {}) if _is_section(content.get("wandb")) else {}
-    section.update({OLD_KEYS[k]: v for k, v in old.items()})
-    moved["wandb"] = section
+    moved = {k: v for k, v in content.items() if k not in OLD_KEYS}
+    moved["wandb"] = {**section, **{OLD_KEYS[k]: v for k, v in old.items()}}
     return json.dumps(moved, default=str)
-
-
-def _is_section(value: object) -> bool:
-    return isinstance(value, dict)
