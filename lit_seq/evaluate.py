@@ -1,14 +1,20 @@
 """Score a trained checkpoint on its task's test sets, at any lengths and data seed.
 
-    python -m lit_seq.evaluate RUN_DIR_OR_CKPT [--gen_factors 2 4 8] [--data_seed N]
-                               [--range_eval.max_factor F] [--range_eval.step S] [--tag TAG]
+    python -m lit_seq.evaluate RUN_DIR_OR_CKPT [--checkpoint best|last] [--gen_factors 2 4 8]
+                               [--data_seed N] [--range_eval.max_factor F]
+                               [--range_eval.step S] [--tag TAG]
 
 The run folder's ``config.yaml`` rebuilds the data module (with the lengths and seed asked
-for) and the checkpoint the system (its own hyperparameters and weights: a run folder's
-best checkpoint unless a file is named). Every test set, the training length and ``k x`` it
-per gen factor, is scored by the system's own metrics (``SequenceSystem.test_metrics_for``,
-``lit_seq.fit.scoring.score``: what ``metrics.json`` means by the same key); with
-``--range_eval.max_factor`` the accuracy-vs-length curve too. The result goes to
+for) and the checkpoint the system (its own hyperparameters and weights, refused unless they
+fit it). A run folder's checkpoint is its best one (the one ``metrics.json`` names, looked up
+in the folder's own ``checkpoints/`` so that a moved run still works; else its ``best-*``
+file of the latest step; else ``last.ckpt``) or, with ``--checkpoint last``, ``last.ckpt``.
+Every test set, the training length and ``k x`` it per gen factor, is scored by the system's
+own metrics (``SequenceSystem.test_metrics_for``, ``lit_seq.fit.scoring.score``: what
+``metrics.json`` means by the same key); with ``--range_eval.max_factor`` the
+accuracy-vs-length curve too. A per-step task (``parity_sum``, ``echo``, ...) also gets its
+accuracy by position span of one training length on every test set (``positions``: 0.5 at
+2x can mean "first half right, second half wrong"). The result goes to
 ``RUN_DIR/eval-<tag>.json``; ``metrics.json`` (the training record) is never touched.
 
 Sinusoidal, rotary, alibi, relative and no positions, and the recurrent backbones, read any
@@ -20,6 +26,7 @@ bad input.
 
 import argparse
 import importlib
+import re
 import sys
 from pathlib import Path
 
@@ -34,22 +41,40 @@ from lit_seq.fit.scoring import (
     context_floors,
     length_curve,
     past_training_means,
+    position_spans,
     score,
 )
+from lit_seq.record import FitResult
+from lit_seq.results.markdown import markdown_table
 from lit_seq.util.checks import BadInput
 from lit_seq.util.io import atomic_write_json
 from lit_seq.util.runtime import quiet_libraries
 
 CONFIG_FILE = "config.yaml"  # in a run folder: written by lit_seq.fit
+WHICH = ("best", "last")  # a run folder's checkpoint to load
 
 
-def find_run(path: Path) -> tuple[Path, Path]:
-    """(run folder, checkpoint) of ``path``: a run folder (its best checkpoint, else
-    ``last.ckpt``) or a checkpoint file in one; BadInput if it is neither."""
+def _best(run_dir: Path) -> Path | None:
+    """The run's best checkpoint: the one its record names (by file name, in this folder's
+    own checkpoints/), else its ``best-*`` file of the latest step; None if there is none."""
+    folder = run_dir / CHECKPOINTS
+    try:
+        recorded = FitResult.read(run_dir).best_checkpoint
+    except (OSError, ValueError, TypeError):  # no record yet (an interrupted fit)
+        recorded = ""
+    if recorded and (folder / Path(recorded).name).is_file():
+        return folder / Path(recorded).name
+    found = sorted(folder.glob("best-*.ckpt"), key=lambda p: int(re.sub(r"\D", "", p.stem) or 0))
+    return found[-1] if found else None
+
+
+def find_run(path: Path, which: str = "best") -> tuple[Path, Path]:
+    """(run folder, checkpoint) of ``path``: a run folder (``which``: its best checkpoint,
+    else ``last.ckpt``; or ``last.ckpt``) or a checkpoint file in one; BadInput if neither."""
     path = Path(path)
     if path.is_dir():
-        best = sorted((path / CHECKPOINTS).glob("best-*.ckpt"))
-        checkpoint = best[-1] if best else path / CHECKPOINTS / LAST
+        best = _best(path) if which == "best" else None
+        checkpoint = best or path / CHECKPOINTS / LAST
         if not checkpoint.is_file():
             raise BadInput(f"run={str(path)!r} holds no checkpoint in {CHECKPOINTS}/")
         return path, checkpoint
@@ -106,9 +131,11 @@ def evaluate(
     data_seed: int | None = None,
     range_eval: RangeEval | None = None,
     tag: str | None = None,
+    which: str = "best",
 ) -> tuple[Path, dict]:
-    """Score ``run`` (a run folder or a checkpoint); write and return (its file, the result)."""
-    run_dir, checkpoint = find_run(run)
+    """Score ``run`` (a run folder, its ``which`` checkpoint, or a checkpoint); write and
+    return (its file, the result)."""
+    run_dir, checkpoint = find_run(run, which)
     config = run_dir / CONFIG_FILE
     if not config.is_file():
         raise BadInput(f"run={str(run)!r}: {str(config)!r} does not exist; is it a run folder?")
@@ -118,7 +145,7 @@ def evaluate(
     args = [
         "--config",
         str(config),
-        "--wandb=off",
+        "--wandb.mode=off",
         "--ckpt_path=null",
         "--model.init_args.max_len=null",
         "--model.init_args.pos_range=null",
@@ -134,7 +161,7 @@ def evaluate(
     check_lengths(system, datamodule, factors)
     datamodule.setup("test")
     train_length = datamodule.train_length
-    metrics = {}
+    metrics, positions = {}, {}
     tests = zip(
         datamodule.test_prefixes, datamodule.test_lengths, datamodule.test_sets, strict=True
     )
@@ -142,6 +169,9 @@ def evaluate(
         found = system.test_metrics_for(length, train_length)
         values = score(system, test_set.tensors, found, datamodule.batch_size) or {}
         metrics.update({f"{prefix}/{name}": round(v, 6) for name, v in values.items()})
+        if hasattr(system, "step_hits"):  # a per-step task: where along the sequence it fails
+            spans = position_spans(system, test_set.tensors, train_length, datamodule.batch_size)
+            positions[prefix] = spans
     range_eval = range_eval or RangeEval()
     range_eval.check()
     curve = length_curve(system, datamodule, range_eval)
@@ -160,10 +190,22 @@ def evaluate(
         "context_floor": context_floors(datamodule, curve),
         "metrics": metrics,
         "curve": curve,
+        "positions": positions,  # test set -> accuracy per span of train_length positions
     }
     path = run_dir / f"eval-{tag}.json"
     atomic_write_json(path, result)
     return path, result
+
+
+def positions_table(positions: dict[str, list[float | None]], span: int) -> str:
+    """Markdown: one row per test set, one column per span ("-": nothing counted there)."""
+    width = max(len(v) for v in positions.values())
+    header = ["test set"] + [f"[{i * span}, {(i + 1) * span})" for i in range(width)]
+    rows = []
+    for prefix, spans in positions.items():
+        cells = ["-" if a is None else f"{a:.3f}" for a in spans]
+        rows.append([prefix, *cells, *[""] * (width - len(cells))])
+    return markdown_table(header, rows).rstrip("\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -173,6 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("run", type=Path, help="a run folder of lit_seq.fit, or a checkpoint")
+    parser.add_argument(
+        "--checkpoint",
+        choices=WHICH,
+        default="best",
+        help="a run folder's checkpoint: best (lowest val/loss; last.ckpt if none) or last",
+    )
     parser.add_argument(
         "--gen_factors",
         type=int,
@@ -198,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             data_seed=args.data_seed,
             range_eval=RangeEval(max_factor=args.max_factor, step=args.step, n=args.n),
             tag=args.tag,
+            which=args.checkpoint,
         )
     except BadInput as err:
         print(f"lit_seq.evaluate: error: {err}", file=sys.stderr)
@@ -212,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
         highlight=False,
     )
     console.print(table)
+    if result["positions"]:
+        console.print(f"accuracy by position span ({Path(result['checkpoint']).name}):")
+        print(positions_table(result["positions"], result["train_length"]))
     console.print(f"written: {path}", highlight=False, soft_wrap=True)
     return 0
 

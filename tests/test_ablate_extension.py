@@ -15,7 +15,7 @@ from lit_seq.ablate.extension import (
     sweeps,
 )
 from lit_seq.ablate.jobs import GridJob
-from lit_seq.ablate.selection import resolve
+from lit_seq.ablate.select import resolve
 from lit_seq.ablate.spec import expand, parse_spec
 from lit_seq.record import RunRecord, read_records, record_path, write_record
 from lit_seq.results.selection import choose_value, sweep_end

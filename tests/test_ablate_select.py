@@ -5,7 +5,7 @@ import pytest
 
 from lit_seq.ablate.__main__ import main
 from lit_seq.ablate.common import BadGrid
-from lit_seq.ablate.selection import resolve
+from lit_seq.ablate.select import resolve
 from lit_seq.ablate.spec import expand, parse_spec
 from lit_seq.record import RunRecord, read_records
 from lit_seq.results.best import best_markdown, best_tables

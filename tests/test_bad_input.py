@@ -30,7 +30,7 @@ PARITY = str(REPO / "configs" / "parity_sum" / "transformer.yaml")
             r"bidirectional",
         ),
         (["--config", SIGNAL, "--data.length=0"], r"length"),
-        (["--config", SIGNAL, "--wandb=maybe"], r"wandb='maybe' is not one of"),
+        (["--config", SIGNAL, "--wandb=maybe"], r"wandb.mode='maybe' is not one of"),
         (["--config", "configs/nope/transformer.yaml"], r"nope"),
         (["--config", SIGNAL, "--data", "lit_seq.data.NoSuchTask"], r"NoSuchTask"),
         (
@@ -189,7 +189,11 @@ def test_command_line_prints_one_line_and_exits_2(tmp_path):
         (["--model.optimizer=sgd"], r"^optimizer='sgd' is not one of \['adam', 'adamw'\]$"),
         (["--model.arch=gru"], r"^arch='gru' is not one of \['transformer', 'rnn', 'lstm'\]$"),
         (["--checkpoint_every=0"], r"^checkpoint_every must be an integer >= 1, got 0$"),
-        (["--wandb_config=[1, 2]"], r"wandb_config"),
+        (["--wandb_config=[1, 2]"], r"wandb.config"),
+        (
+            ["--wandb.tags=[" + "x" * 65 + "]"],
+            r"^wandb.tags: 'x+' is 65 characters; W&B takes at most 64$",
+        ),
     ],
 )
 def test_choices_and_the_new_options_are_checked_by_the_parser(args, expected, tmp_path):
@@ -209,8 +213,7 @@ def fit_command(*args: str, timeout: float = 180) -> subprocess.CompletedProcess
 
 CONFIG_KEYS = (
     "['checkpoint_every', 'ckpt_path', 'data', 'model', 'range_eval', 'run_dir', "
-    "'seed_everything', 'target', 'trainer', 'wandb', 'wandb_config', 'wandb_entity', "
-    "'wandb_group', 'wandb_log_model', 'wandb_project', 'wandb_save_requirements', 'wandb_tags']"
+    "'seed_everything', 'target', 'trainer', 'wandb']"
 )
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from lit_seq.evaluate import evaluate, main
+from lit_seq.evaluate import evaluate, find_run, main, positions_table
 from lit_seq.fit import BadInput
 from lit_seq.fit.scoring import RangeEval
 from lit_seq.record import METRICS_FILE
@@ -34,6 +34,7 @@ def test_a_run_folder_scores_as_its_own_test_did_and_its_record_is_untouched(sig
         assert value == pytest.approx(tested[key], abs=1e-6), key
     assert set(result["metrics"]) == {k for k in tested if not k.endswith("/loss")}
     assert (signal_run / METRICS_FILE).read_bytes() == record
+    assert result["positions"] == {}  # one label per sequence: no positions to tell apart
 
 
 @pytest.mark.integration
@@ -116,3 +117,53 @@ def test_what_is_no_run_is_one_line(tmp_path, capsys):
         "a checkpoint file",
         f"lit_seq.evaluate: error: run={str(tmp_path)!r} holds no checkpoint in checkpoints/",
     ]
+
+
+# What ``python -m lit_seq.positions RUN --checkpoint best|last`` (the command evaluate's
+# positions output replaces, as of 8cc2fc3) printed for the tiny echo / rnn fit (6 steps; its
+# best checkpoint is its last), and what it wrote with ``--json``
+POSITIONS_8CC2FC3 = {
+    "test": [0.5105],
+    "test_len20": [0.506, 0.4886],
+    "test_len40": [0.492875, 0.5072, 0.503, 0.4938],
+}
+TABLE_8CC2FC3 = """\
+| test set | [0, 10) | [10, 20) | [20, 30) | [30, 40) |
+|---|---|---|---|---|
+| test | 0.510 |  |  |  |
+| test_len20 | 0.506 | 0.489 |  |  |
+| test_len40 | 0.493 | 0.507 | 0.503 | 0.494 |"""
+
+
+@pytest.mark.integration
+def test_positions_equal_what_the_positions_command_gave(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    tiny_fit(ECHO_RNN, run_dir)
+    for which in ("best", "last"):
+        _, result = evaluate(run_dir, which=which, tag=which)
+        assert result["positions"] == POSITIONS_8CC2FC3, which
+        assert result["checkpoint"].endswith("best-step=6.ckpt" if which == "best" else "last.ckpt")
+    assert main([str(run_dir), "--checkpoint", "last", "--tag", "cli"]) == 0
+    assert TABLE_8CC2FC3 in capsys.readouterr().out
+    assert json.loads((run_dir / "eval-cli.json").read_text())["positions"] == POSITIONS_8CC2FC3
+
+
+def test_best_is_the_recorded_checkpoint_else_the_latest_best_file(tmp_path):
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    for name in ("best-step=30.ckpt", "best-step=100.ckpt", "last.ckpt"):
+        (folder / name).write_bytes(b"")
+    assert find_run(tmp_path)[1].name == "best-step=100.ckpt"  # by step, not by text
+    assert find_run(tmp_path, "last")[1].name == "last.ckpt"
+    # the record names it by its path at training; a moved folder still finds it by name
+    record = {"best_checkpoint": "/elsewhere/run/checkpoints/best-step=30.ckpt"}
+    (tmp_path / METRICS_FILE).write_text(json.dumps(record))
+    assert find_run(tmp_path)[1] == folder / "best-step=30.ckpt"
+    for name in ("best-step=30.ckpt", "best-step=100.ckpt"):
+        (folder / name).unlink()
+    assert find_run(tmp_path)[1].name == "last.ckpt"  # no best one (validation off)
+
+
+def test_the_positions_table_marks_spans_with_nothing_counted():
+    table = positions_table({"test": [None, 0.5]}, span=10)
+    assert table.splitlines()[-1] == "| test | - | 0.500 |"

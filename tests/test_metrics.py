@@ -28,3 +28,14 @@ def test_exact_match_ignores_unscored_positions_and_accumulates_batches():
 def test_shape_mismatch_is_an_error():
     with pytest.raises(ValueError, match="preds shape"):
         StepAccuracy().update(torch.zeros(2, 3), torch.zeros(2, 4))
+
+
+def test_acc_ood_scores_only_the_positions_past_training():
+    # right at positions 0-9, then right at every other position: acc 0.75, acc_ood 0.5
+    target = torch.zeros(1, 20)
+    preds = target.clone()
+    preds[0, 10::2] = 1
+    acc, ood = StepAccuracy(), StepAccuracy(from_position=10)
+    acc.update(preds, target)
+    ood.update(preds, target)
+    assert float(acc.compute()) == 0.75 and float(ood.compute()) == 0.5

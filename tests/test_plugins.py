@@ -1,12 +1,15 @@
 """A user's own backbone and task, by import path, through fit and a grid (docs/plugins.md)."""
 
 import json
+from pathlib import Path
 
 import pytest
 import yaml
 
 from lit_seq import evaluate
 from lit_seq.ablate.grid import check_cells
+from lit_seq.ablate.jobs import GridJob, RayOptions
+from lit_seq.ablate.run_one import run_args
 from lit_seq.ablate.spec import expand, parse_spec
 from lit_seq.fit import BadInput, build_cli, check_config, cli_main
 from tests.helpers import REPO, TINY, driver, tiny_fit, write_grid
@@ -132,6 +135,17 @@ def test_a_plugin_and_its_options_are_grid_axes_that_reach_the_model():
     ]
     assert [getattr(b, "kernel", None) for b in kernels] == [None, 5, 3, 9]
     assert len({r.digest for r in runs}) == 4  # each value is a different computation
+    # W&B tags: a class value is its arch and the options it sets (one tag of its whole
+    # class_path and init_args, 93 characters, was cut inside the class name at W&B's 64)
+    job = GridJob(Path("out"), "g", "off", 1, RayOptions())
+    flag = "--wandb.tags="
+    given = [next(a for a in run_args(r, job) if a.startswith(flag)) for r in runs]
+    assert [json.loads(a[len(flag) :])[:-2] for a in given] == [  # block and seed follow
+        ["arch=gru"],
+        ["arch=conv", "kernel=5"],
+        ["model.init_args.backbone.init_args.kernel=3"],
+        ["model.init_args.backbone.init_args.kernel=9"],
+    ]
 
 
 @pytest.mark.integration

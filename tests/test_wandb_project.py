@@ -1,6 +1,7 @@
 """Where W&B runs go: project and entity from an option, a grid key or the environment.
 
-First found wins: an explicit option (a fit's ``--wandb_project`` / ``--wandb_entity``, the
+First found wins: an explicit option (a fit's ``--wandb.project`` / ``--wandb.entity``, or
+their old spellings ``--wandb_project`` / ``--wandb_entity``, the
 grid driver's ``--wandb-project`` / ``--wandb-entity``), the grid's ``wandb:`` key, then
 ``WANDB_PROJECT`` / ``WANDB_ENTITY``, then ``lit_seq``. A grid folder has one summary run,
 updated by a re-run that trains something, never duplicated. Read back from the offline run
@@ -31,9 +32,13 @@ def test_a_fit_takes_project_and_entity_from_the_environment_unless_given(tmp_pa
     [view] = read_runs(tmp_path / "env")
     assert (view.project, view.entity) == ("envproj", "envteam")
 
-    _fit(tmp_path / "given", "--wandb_project=optproj", "--wandb_entity=optteam")
+    _fit(tmp_path / "given", "--wandb.project=optproj", "--wandb.entity=optteam")
     [view] = read_runs(tmp_path / "given")
     assert (view.project, view.entity) == ("optproj", "optteam")
+
+    _fit(tmp_path / "old", "--wandb_project=oldproj", "--wandb_entity", "oldteam")
+    [view] = read_runs(tmp_path / "old")
+    assert (view.project, view.entity) == ("oldproj", "oldteam")
 
 
 def test_without_either_the_project_is_lit_seq(tmp_path, monkeypatch):
@@ -42,7 +47,7 @@ def test_without_either_the_project_is_lit_seq(tmp_path, monkeypatch):
     grid = write_grid(tmp_path, "g", "blocks:\n- {axes: {task: [echo], arch: [rnn]}}\n")
     found = plan(build_parser().parse_args([str(grid), "--out", str(tmp_path / "out")]))
     assert (found.wandb_project, found.wandb_entity) == ("lit_seq", None)
-    assert found.runs[0].overrides[-1] == "--wandb_project=lit_seq"
+    assert found.runs[0].overrides[-1] == "--wandb.project=lit_seq"
 
 
 @pytest.mark.parametrize(
@@ -66,8 +71,8 @@ def test_a_grid_key_wins_over_the_environment_and_the_option_over_both(
     # what each run is told: its fit arguments end with them
     project, entity = expected
     assert found.runs[0].overrides[-2:] == (
-        f"--wandb_project={project}",
-        f"--wandb_entity={entity}",
+        f"--wandb.project={project}",
+        f"--wandb.entity={entity}",
     )
 
 

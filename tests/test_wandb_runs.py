@@ -143,10 +143,10 @@ def test_a_grid_run_gets_its_place_in_the_grid_as_flat_config_keys(tmp_path):
         "seed": 3,
         "run_id": grid_run.run_id,
     }
-    [given] = [a for a in run_args(grid_run, job) if a.startswith("--wandb_config=")]
+    [given] = [a for a in run_args(grid_run, job) if a.startswith("--wandb.config=")]
     assert json.loads(given.split("=", 1)[1]) == keys
-    cli = build_cli([*run_args(grid_run, job), "--wandb=off"])
-    assert dict(cli.config.wandb_config) == keys  # the fit parses what the grid gives
+    cli = build_cli([*run_args(grid_run, job), "--wandb.mode=off"])
+    assert dict(cli.config.wandb.config) == keys  # the fit parses what the grid gives
 
 
 @pytest.fixture

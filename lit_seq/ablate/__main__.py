@@ -37,7 +37,7 @@ from lit_seq.ablate.packing import PACK_MODES
 from lit_seq.ablate.progress import GridProgress, wrap
 from lit_seq.ablate.ray_executor import ray_options, require_ray, run_ray
 from lit_seq.ablate.run_one import failed_record
-from lit_seq.ablate.selection import resolve
+from lit_seq.ablate.select import resolve
 from lit_seq.ablate.spec import Run
 from lit_seq.ablate.wandb_summary import log_summary
 from lit_seq.fit.wandb_modes import DEFAULT_PROJECT, WANDB_MODES, resolve_wandb_mode, wandb_target
@@ -214,7 +214,7 @@ def plan(args: argparse.Namespace) -> Plan:
         args.wandb_entity or spec["wandb"].get("entity"),
     )
     # every run is told where its W&B run goes, whatever the environment of its worker
-    flags = (f"--wandb_project={project}", *([f"--wandb_entity={entity}"] if entity else []))
+    flags = (f"--wandb.project={project}", *([f"--wandb.entity={entity}"] if entity else []))
     runs = [dataclasses.replace(r, overrides=(*r.overrides, *flags)) for r in runs]
     out_dir = (args.out or Path("results") / spec["name"]).absolute()
     exists = check_out_dir(out_dir, spec["name"], runs)

@@ -7,7 +7,7 @@ outermost values there, so lr 1e-4, 3e-4, ... -> 3.33e-05), which runs on the se
 seeds; then the group chooses again (``lit_seq.results.selection.choose_value``), at most N
 times. A value added never reorders the others, so the winner either moves to the new value
 or stays where it was, now inside: a group grows in one direction only. The grid's reported
-seeds wait until their group has decided (``lit_seq.ablate.selection.resolve``).
+seeds wait until their group has decided (``lit_seq.ablate.select.resolve``).
 
 Deterministic and resumable: :func:`decide` reads the records alone, so a driver killed and
 run again makes the same choices. An added value's runs are ordinary runs, each with its own

@@ -21,9 +21,7 @@ from lit_seq.fit import BadInput, check_config
 SEED_ARGS = ("--seed_everything=", "--data.init_args.seed=")  # what differs between seeds
 # not what a run computes: where it writes, how it is logged, and what the machine decides
 # (precision and device follow the hardware), so a grid can resume on another machine
-NOT_COMPUTED = ("config", "run_dir", "ckpt_path", "wandb", "wandb_project", "wandb_entity")
-NOT_COMPUTED += ("wandb_group",)
-NOT_COMPUTED += ("wandb_save_requirements", "wandb_config", "wandb_log_model", "checkpoint_every")
+NOT_COMPUTED = ("config", "run_dir", "ckpt_path", "wandb", "checkpoint_every")
 NOT_COMPUTED += ("seed_everything",)  # a run's seed enters its digest on its own
 NOT_COMPUTED_TRAINER = ("accelerator", "devices", "precision", "enable_model_summary")
 
@@ -44,7 +42,7 @@ def config_digest(config) -> str:
     default (the old behaviour) leaves every digest, hence a resumable folder, as it was.
     """
     content = config.clone().as_dict()
-    for key in (*NOT_COMPUTED, "wandb_tags"):
+    for key in NOT_COMPUTED:
         content.pop(key, None)
     for key in NOT_COMPUTED_TRAINER:
         content.get("trainer", {}).pop(key, None)

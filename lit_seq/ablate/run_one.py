@@ -43,18 +43,33 @@ def wandb_config(run: Run, job: GridJob) -> dict:
     return {**run.axes, **place, "seed": run.seed, "run_id": run.run_id}
 
 
+def axis_tags(key: str, value: object, arch: str) -> list[str]:
+    """The W&B tags of one axis value: ``key=value``; a class given by import path (a plug-in
+    backbone, its ``class_path`` and ``init_args``) as its name (a backbone: ``arch=`` its
+    ``arch``, as a built-in's) and one tag per option it sets, since a tag holding the whole
+    path would be cut inside it at W&B's limit (:data:`WANDB_TAG_LIMIT` characters)."""
+    options = {}
+    if isinstance(value, dict) and isinstance(value.get("class_path"), str):
+        value, options = value["class_path"], value.get("init_args") or {}
+    elif not (isinstance(value, str) and key.endswith("backbone")):
+        return [f"{key}={format_value(value)}"]
+    name = value.rpartition(".")[2]
+    label = f"arch={arch or name}" if key.endswith("backbone") else f"{key}={name}"
+    return [label, *(f"{k}={format_value(v)}" for k, v in options.items())]
+
+
 def run_args(run: Run, job: GridJob) -> list[str]:
     """The ``lit_seq.fit`` arguments of ``run``: base config, run folder, W&B, overrides."""
-    tags = [f"{k}={format_value(v)}" for k, v in run.axes.items()]
+    tags = [t for k, v in run.axes.items() for t in axis_tags(k, v, run.arch)]
     tags = [t[:WANDB_TAG_LIMIT] for t in [*tags, f"block={run.block}", f"seed={run.seed}"]]
     return [
         "--config",
         str(config_file(run.config)),
         f"--run_dir={run_dir(job.out_dir, run.run_id)}",
-        f"--wandb={job.wandb_mode}",
-        f"--wandb_group={job.grid_name}",
-        f"--wandb_tags={format_value(tags)}",
-        f"--wandb_config={json.dumps(wandb_config(run, job), default=str)}",
+        f"--wandb.mode={job.wandb_mode}",
+        f"--wandb.group={job.grid_name}",
+        f"--wandb.tags={format_value(tags)}",
+        f"--wandb.config={json.dumps(wandb_config(run, job), default=str)}",
         *GRID_FLAGS,
         *run.overrides,
     ]

@@ -19,8 +19,9 @@ A block names its base config with ``config: configs/echo/lstm.yaml`` or with ``
 ``arch`` axes (-> ``configs/<task>/<arch>.yaml``). Later settings win: grid overrides, then
 block overrides, then the block's axes. A block with ``select: {axis: lr, seeds: [100, 101,
 102]}`` runs every rate on those seeds, then the grid's seeds at the rate whose mean
-validation score over them is best (``lit_seq.results.selection``: the rule and why the
-selection seeds are not grid seeds). Its ``lr`` axis lists at least 4 rates spanning at
+validation score over them is best (``lit_seq.ablate.select`` checks the block and gives the
+grid's seeds their value; ``lit_seq.results.selection``: the rule and why the selection
+seeds are not grid seeds). Its ``lr`` axis lists at least 4 rates spanning at
 least 30x (max / min), unless ``select.sweep_reason`` says why not (the tables print it);
 ``select.extend: N`` lets the grid add up to N values past the end its winner sits at
 (``lit_seq.ablate.extension``)::
@@ -35,70 +36,23 @@ check of every cell by building it.
 
 import itertools
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from lit_seq.ablate.axes import AXES, config_path
-from lit_seq.ablate.common import BadGrid
-from lit_seq.ablate.sweep import check_sweep
+from lit_seq.ablate.common import BadGrid, check_keys
+from lit_seq.ablate.runs import Run
+from lit_seq.ablate.select import check_select
 from lit_seq.record import format_value
 from lit_seq.results.paper import PAPERS
-from lit_seq.results.selection import MIN_SELECT_SEEDS
 from lit_seq.util.assets import CONFIG_DIR, PACKAGE_DIR, config_file, find_file, shipped_name
 from lit_seq.util.safe_yaml import YamlError, load_yaml
 
 GRID_KEYS = ("name", "description", "seeds", "overrides", "blocks", "ray", "wandb", "paper")
 WANDB_KEYS = ("project", "entity")  # a grid's ``wandb:``: where its W&B runs go
 BLOCK_KEYS = ("name", "config", "axes", "overrides", "select")
-SELECT_KEYS = ("axis", "metric", "seeds", "sweep_reason", "extend")
 SELECTED = "selected"  # the axis value in the ids of runs that take the value selected
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=+-]+")
-
-
-@dataclass(frozen=True)
-class Run:
-    """One training run of a grid: one cell (block + axis values) and one seed."""
-
-    run_id: str  # {cell}__seed={seed}: stable, unique, a safe file name
-    block: str
-    cell: str  # {block}__{axis}={value}__...
-    axes: dict  # axis key -> value, in the order the block lists them
-    seed: int
-    config: str  # base config: ``configs/<task>/<arch>.yaml`` when shipped, else absolute
-    overrides: tuple[str, ...]  # LightningCLI arguments after --config
-    index: int = 0  # position in the grid: the order of the tables
-    # set by the check of every cell (``grid.check_cells``): what the run builds
-    task: str = ""  # the registry names of its task and backbone
-    arch: str = ""
-    cost: float = 1.0  # optimizer steps x layers: a run's relative length
-    digest: str = ""  # hash of its resolved configuration and seed: what it computes
-    pack_key: str = ""  # runs with the same non-empty key can train as one pack (packing)
-    # a block's ``select:`` (lit_seq.results.selection): the values of this axis (e.g. the
-    # learning rate) compete on the selection seeds by their mean validation metric; the
-    # runs of a cell that compete or wait share ``select_group``, the cell id without it
-    select_axis: str = ""
-    select_metric: str = ""  # val/<metric>; set by the cell check when the grid omits it
-    select_group: str = ""
-    # the selection seeds: none is a grid seed, so none is in the reported mean; each grid
-    # seed has one run, whose value (``select_from``) is chosen once those runs have finished
-    select_seeds: tuple[int, ...] = ()
-    select_from: tuple = ()  # non-empty: the values this run's is chosen from (pending)
-    select_reason: str = ""  # select.sweep_reason: why the block sweeps what it does
-    select_extend: int = 0  # select.extend: steps its group may add past an end of the sweep
-    select_extension: int = 0  # k >= 1: a value added k steps past it (lit_seq.ablate.extension)
-
-    def __hash__(self) -> int:  # axes is a dict, so the generated hash would fail
-        return hash(self.run_id)
-
-
-def _check_keys(data: object, allowed: tuple[str, ...], where: str) -> dict:
-    if not isinstance(data, dict):
-        raise BadGrid(f"{where}: expected a mapping with keys {list(allowed)}, got {data!r}")
-    unknown = [k for k in data if k not in allowed]
-    if unknown:
-        raise BadGrid(f"{where}: unknown key {unknown[0]!r}; allowed keys are {list(allowed)}")
-    return data
 
 
 def _check_name(name: object, where: str) -> str:
@@ -140,58 +94,11 @@ def _check_wandb(wandb: object, where: str) -> dict:
     of its summary run (the driver's --wandb-project / --wandb-entity win over it)."""
     if wandb is None:
         return {}
-    wandb = _check_keys(wandb, WANDB_KEYS, f"{where}: wandb")
+    wandb = check_keys(wandb, WANDB_KEYS, f"{where}: wandb")
     for key, value in wandb.items():
         if not isinstance(value, str) or not value.strip():
             raise BadGrid(f"{where}: wandb.{key}={value!r} must be a non-empty string")
     return dict(wandb)
-
-
-def _check_select(select: object, axes: dict, grid_seeds: list, where: str) -> dict:
-    """A block's ``select: {axis: lr, metric: val/acc, seeds: [100, 101, 102]}``: the axis
-    must vary in the block; the values compete on ``seeds`` (the rule and why:
-    ``lit_seq.results.selection``), at least MIN_SELECT_SEEDS of them, none a grid seed;
-    ``sweep_reason`` and ``extend`` as :func:`lit_seq.ablate.sweep.check_sweep` says."""
-    if select is None:
-        return {}
-    select = _check_keys(select, SELECT_KEYS, f"{where}: select")
-    axis = select.get("axis")
-    varied = [k for k, values in axes.items() if len(values) > 1 and k != "task"]
-    if axis not in varied:
-        raise BadGrid(
-            f"{where}: select.axis={axis!r} must be an axis the block varies: one of {varied}"
-        )
-    metric = select.get("metric", "")
-    if metric and (not isinstance(metric, str) or not metric.startswith("val/")):
-        raise BadGrid(f"{where}: select.metric={metric!r} must be a validation metric (val/...)")
-    seeds = select.get("seeds")
-    start = max(100, max(grid_seeds) + 1)  # clear of the seeds a grid may add later
-    suggestion = list(range(start, start + MIN_SELECT_SEEDS))
-    if (
-        not isinstance(seeds, list)
-        or len(seeds) < MIN_SELECT_SEEDS
-        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds)
-        or len(set(seeds)) != len(seeds)
-    ):
-        raise BadGrid(
-            f"{where}: select.seeds={seeds!r} must list at least {MIN_SELECT_SEEDS} distinct "
-            f"seeds (integers >= 0) whose mean validation score picks the {axis}, e.g. "
-            f"{suggestion}"
-        )
-    if shared := [s for s in seeds if s in grid_seeds]:
-        raise BadGrid(
-            f"{where}: select.seeds {shared} are also the grid's seeds: a seed that chose the "
-            f"{axis} would be in the mean it reports, lucky on average; use seeds the grid "
-            f"does not list, e.g. {suggestion}"
-        )
-    reason, extend = check_sweep(select, axis, axes[axis], where)
-    return {
-        "axis": axis,
-        "metric": metric or "",
-        "seeds": tuple(seeds),
-        "sweep_reason": reason,
-        "extend": extend,
-    }
 
 
 def _check_tasks(values: list, where: str) -> None:
@@ -227,7 +134,7 @@ def _check_paper(value: object, where: str) -> str | None:
 
 def parse_spec(raw: object, where: str = "grid") -> dict:
     """Validate a loaded grid and return it normalized (every key present)."""
-    raw = _check_keys(raw, GRID_KEYS, where)
+    raw = check_keys(raw, GRID_KEYS, where)
     name = _check_name(raw.get("name"), where)
     seeds = raw.get("seeds", [0])
     if (
@@ -251,7 +158,7 @@ def parse_spec(raw: object, where: str = "grid") -> dict:
         "paper": _check_paper(raw.get("paper"), where),
     }
     for i, block in enumerate(blocks):
-        block = _check_keys(block, BLOCK_KEYS, f"{where}: blocks[{i}]")
+        block = check_keys(block, BLOCK_KEYS, f"{where}: blocks[{i}]")
         bwhere = f"{where}: block {block.get('name', i)!r}"
         axes = _check_axes(block.get("axes"), bwhere)
         config = block.get("config")
@@ -267,7 +174,7 @@ def parse_spec(raw: object, where: str = "grid") -> dict:
                 "config": config,
                 "axes": axes,
                 "overrides": _check_overrides(block.get("overrides"), bwhere),
-                "select": _check_select(block.get("select"), axes, seeds, bwhere),
+                "select": check_select(block.get("select"), axes, seeds, bwhere),
             }
         )
     names = [b["name"] for b in spec["blocks"]]

@@ -22,7 +22,7 @@ BENCH_TASKS = ("signal", "parity_sum", "echo", "seq2seq")
 
 # every fit and grid of the benchmark runs without W&B (``lit_seq.fit`` and
 # ``lit_seq.ablate`` both read it): no network, no account, nothing uploaded
-NO_WANDB = "--wandb=off"
+NO_WANDB = "--wandb.mode=off"
 # a smoke-sized fit: 20 steps, validation at 10 and 20 on 2 batches, a 2-batch test
 TINY_FIT = (
     "--trainer.max_steps=20",

@@ -50,12 +50,8 @@ from lit_seq.fit.scoring import RangeEval
 from lit_seq.fit.signals import StopOnSignal
 from lit_seq.fit.target import StopAtTarget, Target
 from lit_seq.fit.wandb_logger import GuardedWandbLogger, start_wandb_logger
-from lit_seq.fit.wandb_modes import (
-    WANDB_MODES,
-    WANDB_TAG_LIMIT,
-    resolve_wandb_mode,
-    wandb_target,
-)
+from lit_seq.fit.wandb_modes import resolve_wandb_mode, wandb_target
+from lit_seq.fit.wandb_options import WandbOptions
 from lit_seq.systems import SequenceSystem
 from lit_seq.util.checks import BadInput, check_int
 from lit_seq.util.environment import fit_environment
@@ -129,54 +125,13 @@ class LitSeqCLI(LightningCLI):
             help="Resume training: 'last' (the run folder's last checkpoint) or a file.",
         )
         parser.add_argument(
-            "--wandb",
-            type=str,
-            default="auto",
-            help=f"Weights & Biases: one of {list(WANDB_MODES)}; auto = online when an API "
-            "key is configured, else offline run files (upload later with `wandb sync`).",
-        )
-        parser.add_argument(
-            "--wandb_project",
-            type=str | None,
-            default=None,
-            help="W&B project (default: WANDB_PROJECT if set, else lit_seq; a grid gives its "
-            "runs its own, from its wandb: key or its driver's --wandb-project).",
-        )
-        parser.add_argument(
-            "--wandb_entity",
-            type=str | None,
-            default=None,
-            help="W&B entity, a user or team (default: WANDB_ENTITY if set, else W&B's default "
-            "for the API key).",
-        )
-        parser.add_argument("--wandb_group", type=str | None, default=None, help="W&B group.")
-        parser.add_argument("--wandb_tags", type=list[str], default=[], help="W&B run tags.")
-        parser.add_argument(
-            "--wandb_save_requirements",
-            type=bool,
-            default=False,
-            help="Let W&B record the installed packages with the run (slower start).",
-        )
-        parser.add_argument(
-            "--wandb_config",
-            type=dict,
-            default={},
-            help="Extra keys of the W&B run's config, as JSON (a grid gives each of its runs "
-            "grid, block, cell, seed, run_id and one key per axis).",
-        )
-        parser.add_argument(
-            "--wandb_log_model",
-            type=bool,
-            default=False,
-            help="Upload the best and last checkpoints to W&B as model artifacts after the fit.",
-        )
-        parser.add_argument(
             "--checkpoint_every",
             type=int,
             default=50,
             help="Save checkpoints/last.ckpt every this many optimizer steps (and on an "
             "error), so that an interrupted fit resumes from near where it stopped.",
         )
+        parser.add_class_arguments(WandbOptions, "wandb", instantiate=False)
         parser.add_class_arguments(Target, "target", instantiate=False)
         parser.add_class_arguments(RangeEval, "range_eval", instantiate=False)
         # the task decides the sizes; the model never has to be told them by hand
@@ -202,14 +157,11 @@ class LitSeqCLI(LightningCLI):
         # what the fit changes to make a setting run, each said in the header (print_header)
         self.notes = [note] if (note := fit_val_interval(self.config.trainer)) else []
         checked(lambda: check_int("checkpoint_every", self.config.checkpoint_every, 1))
-        if long := [t for t in self.config.wandb_tags if len(t) > WANDB_TAG_LIMIT]:
-            raise BadInput(
-                f"wandb_tags: {long[0]!r} is {len(long[0])} characters; W&B takes at most "
-                f"{WANDB_TAG_LIMIT}"
-            )
+        self.wandb = WandbOptions(**self.config.wandb)
+        checked(self.wandb.check)
 
     def before_instantiate_classes(self) -> None:
-        self.wandb_mode = checked(lambda: resolve_wandb_mode(self.config.wandb))
+        self.wandb_mode = resolve_wandb_mode(self.wandb.mode)
 
     def instantiate_trainer(self, **kwargs) -> Trainer:
         # data and system are built by now: only a good configuration gets a run folder
@@ -283,7 +235,7 @@ class LitSeqCLI(LightningCLI):
         loggers = [RunCSVLogger(self.run_dir, self.resume.step if self.resume else None)]
         self.wandb_error = ""
         if self.wandb_mode != "off":
-            project, entity = wandb_target(self.config.wandb_project, self.config.wandb_entity)
+            project, entity = wandb_target(self.wandb.project, self.wandb.entity)
             wandb_logger, self.wandb_error = start_wandb_logger(
                 self.wandb_mode,
                 project=project,
@@ -292,11 +244,11 @@ class LitSeqCLI(LightningCLI):
                 save_dir=str(self.run_dir),
                 id=wandb_run_id(self.run_dir, resuming=self.resume is not None),
                 job_type="train",
-                group=self.config.wandb_group,
-                tags=list(self.config.wandb_tags),
-                config=dict(self.config.wandb_config),
-                log_model=self.config.wandb_log_model,
-                save_requirements=self.config.wandb_save_requirements,
+                group=self.wandb.group,
+                tags=list(self.wandb.tags),
+                config=dict(self.wandb.config),
+                log_model=self.wandb.log_model,
+                save_requirements=self.wandb.save_requirements,
             )
             if wandb_logger is not None:  # known now, before any training: else, without W&B
                 metrics = self.model.build_metrics().items()

@@ -18,6 +18,7 @@ import torch
 from lit_seq.data import TASKS, SyntheticDataModule
 from lit_seq.fit.scoring import RangeEval
 from lit_seq.fit.target import Target, check_target
+from lit_seq.fit.wandb_options import new_layout, new_spelling
 from lit_seq.models.plugin import SHARED, PluginBackbone
 from lit_seq.systems import SYSTEMS, SequenceSystem
 from lit_seq.util.assets import DEFAULT_CONFIG, find_file
@@ -200,21 +201,23 @@ def check_goals(config, model: SequenceSystem) -> tuple[Target, RangeEval]:
 
 
 def with_config(args: list[str] | None) -> list[str]:
-    """``args`` with the default config when none is given, and shipped configs found.
+    """``args`` with the default config when none is given, shipped configs found and the
+    W&B options' old spellings in the group's (``lit_seq.fit.wandb_options``).
 
     ``--config configs/echo/rnn.yaml`` names the file in the working directory if there is
     one, else the config shipped in the package (so the README's commands work anywhere).
+    A config file with the old W&B keys (a run folder's from before the group) is handed
+    to the parser with them moved into its ``wandb`` section.
     """
-    args = list(sys.argv[1:] if args is None else args)
+    args = new_spelling(sys.argv[1:] if args is None else args)
     out, given = [], False
     while args:
         arg = args.pop(0)
         if arg == "--config" or arg.startswith("--config="):
             name = arg.split("=", 1)[1] if "=" in arg else (args.pop(0) if args else "")
             found = find_file(name) if name else None
-            if found is not None:
-                check_config_file(found)
-            out += ["--config", str(found or name)]
+            moved = new_layout(check_config_file(found)) if found is not None else None
+            out += ["--config", moved or str(found or name)]
             given = True
         else:
             out.append(arg)
@@ -223,8 +226,9 @@ def with_config(args: list[str] | None) -> list[str]:
     return out
 
 
-def check_config_file(path: Path) -> None:
-    """BadInput unless ``path`` is a YAML mapping of sections of a sane size."""
+def check_config_file(path: Path) -> dict:
+    """The contents of ``path``; BadInput unless it is a YAML mapping of sections of a sane
+    size."""
     try:
         content = load_yaml(path.read_text(), f"config {str(path)!r}")
     except (OSError, YamlError) as err:
@@ -236,3 +240,4 @@ def check_config_file(path: Path) -> None:
             f"config {str(path)!r} must be a mapping of sections (model, data, trainer, ...), "
             f"got a {type(content).__name__}"
         )
+    return content

@@ -1,4 +1,5 @@
-"""Scoring a trained system outside Lightning's loops: its validation set and a length range.
+"""Scoring a trained system outside Lightning's loops: its validation set, a length range and
+(a per-step task) its accuracy by position span.
 
 Both run the system's own ``evaluate`` (the code its test sets use) in eval mode with no
 gradients (``lit_seq.systems.length_score.score``), so a number here means what the same
@@ -25,6 +26,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import torch
 
 from lit_seq.record import RANGE_OOD
 from lit_seq.systems.length_score import score, score_length
@@ -160,3 +163,27 @@ def context_floors(datamodule, curve: dict[str, dict[str, float]]) -> dict[str, 
     lengths = {*datamodule.test_lengths, *(int(n) for values in curve.values() for n in values)}
     found = {n: floor(n) for n in sorted(lengths)} if floor is not None else {}
     return {str(n): round(value, 6) for n, value in found.items() if value is not None}
+
+
+@torch.no_grad()
+def position_spans(system, tensors: dict, span: int, batch_size: int) -> list[float | None]:
+    """Accuracy of a per-step ``system`` (one with ``step_hits``) over each span of ``span``
+    positions of the test set ``tensors``: [0, N), [N, 2N), ... (None: nothing counted there).
+
+    A score of 0.5 at twice the training length can mean "right on the first half, wrong
+    after it" or "half right everywhere"; spans of one training length tell them apart.
+    Worked example: N = 2, every sequence right at positions 0, 1, 3 and wrong at 2 ->
+    [1.0, 0.5].
+    """
+    hits_sum, counted = 0, 0
+    n = len(next(iter(tensors.values())))
+    for start in range(0, n, batch_size):
+        batch = {k: v[start : start + batch_size].to(system.device) for k, v in tensors.items()}
+        hits, valid = system.step_hits(batch)  # (B, T) booleans each
+        hits_sum = hits_sum + (hits & valid).sum(0)  # (T,)
+        counted = counted + valid.sum(0)
+    spans = []
+    for start in range(0, len(counted), span):
+        total = int(counted[start : start + span].sum())
+        spans.append(int(hits_sum[start : start + span].sum()) / total if total else None)
+    return spans

@@ -72,7 +72,7 @@ def resolve_wandb_mode(mode: str) -> str:
 
 
 DEFAULT_PROJECT = "lit_seq"
-# Where a run goes, first found wins: an explicit option (a fit's --wandb_project, the grid
+# Where a run goes, first found wins: an explicit option (a fit's --wandb.project, the grid
 # driver's --wandb-project), a grid's ``wandb: {project: ...}`` (handed to its runs as the
 # fit option), the environment (WANDB_PROJECT / WANDB_ENTITY), the default (lit_seq; the
 # entity: W&B's default for the API key).

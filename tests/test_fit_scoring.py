@@ -1,26 +1,15 @@
-"""Scores outside Lightning's loops: the validation set of the tested weights and a length range."""
+"""``lit_seq.fit.scoring``: scores outside Lightning's loops (the test sets of the tested weights,
+the validation set, a length range) equal what the test loop recorded."""
 
 import pytest
 import torch
 
 from lit_seq.fit import build_cli, run
-from lit_seq.fit.scoring import RangeEval, score
-from lit_seq.systems.metrics import StepAccuracy
+from lit_seq.fit.scoring import RangeEval, position_spans, score
 from lit_seq.util.assets import CONFIG_DIR
 from tests.helpers import REPO, TINY, tiny_fit
 
 ECHO_RNN = REPO / "configs" / "echo" / "rnn.yaml"
-
-
-def test_acc_ood_scores_only_the_positions_past_training():
-    # right at positions 0-9, then right at every other position: acc 0.75, acc_ood 0.5
-    target = torch.zeros(1, 20)
-    preds = target.clone()
-    preds[0, 10::2] = 1
-    acc, ood = StepAccuracy(), StepAccuracy(from_position=10)
-    acc.update(preds, target)
-    ood.update(preds, target)
-    assert float(acc.compute()) == 0.75 and float(ood.compute()) == 0.5
 
 
 def test_range_lengths_step_up_to_the_cap():
@@ -29,6 +18,30 @@ def test_range_lengths_step_up_to_the_cap():
     assert RangeEval().lengths(10, 40) == []  # off
     # from the task's shortest valid length (e.g. associative recall: 4)
     assert RangeEval(max_factor=1, step=3).lengths(10, 40, shortest=4) == [6, 9]
+
+
+class RightButAtTwo:
+    """A per-step system right at every position but 2 (of 4); position 3 of the second of
+    its three sequences is not scored."""
+
+    device = torch.device("cpu")
+
+    def step_hits(self, batch):
+        hits = torch.ones_like(batch["x"], dtype=torch.bool)
+        hits[:, 2] = False
+        return hits, batch["mask"]
+
+
+def test_position_spans_count_scored_positions_per_span_over_batches():
+    mask = torch.ones(3, 4, dtype=torch.bool)
+    mask[1, 3] = False
+    tensors = {"x": torch.zeros(3, 4), "mask": mask}
+    # span 2: [0, 2) 6 of 6 right; [2, 4) 2 right (position 3) of 5 scored
+    for batch_size in (1, 2, 3):
+        assert position_spans(RightButAtTwo(), tensors, 2, batch_size) == [1.0, 0.4]
+    assert position_spans(RightButAtTwo(), tensors, 3, 2) == [6 / 9, 1.0]
+    tensors["mask"][:, 2:] = False
+    assert position_spans(RightButAtTwo(), tensors, 2, 2) == [1.0, None]  # nothing counted
 
 
 @pytest.mark.integration
