@@ -63,6 +63,23 @@ def check_trainer(trainer) -> None:
         )
 
 
+CPU_PRECISIONS = ("32-true", "64-true", "bf16-mixed", "bf16-true")  # what a CPU fit runs as asked
+
+
+def check_precision(trainer) -> None:
+    """ValueError for ``16-mixed`` on a CPU: Lightning would train ``bf16-mixed`` instead,
+    with only a warning, and the record would hold a precision nobody asked for. A fit
+    checks it for the device it runs on (a grid's check cannot: its runs may go to GPUs)."""
+    precision, accelerator = trainer.get("precision"), trainer.get("accelerator")
+    if precision not in ("16-mixed", "16", 16):
+        return
+    if accelerator == "cpu" or not torch.cuda.is_available():
+        raise ValueError(
+            f"trainer.precision={precision!r} needs a CUDA GPU, and this fit runs on the CPU; "
+            f"give one of {list(CPU_PRECISIONS)} (bf16-mixed is Lightning's 16-bit on a CPU)"
+        )
+
+
 def fit_val_interval(trainer) -> str:
     """Shrink a ``val_check_interval`` of more steps than ``max_steps`` to ``max_steps`` and
     say so ("" when nothing changed): a quick run (``--trainer.max_steps 100``) of a config
