@@ -48,8 +48,8 @@ from lit_seq.fit.run_folder import (
     wandb_run_id,
 )
 from lit_seq.fit.scoring import RangeEval
-from lit_seq.fit.size_limit import check_size
 from lit_seq.fit.signals import StopOnSignal
+from lit_seq.fit.size_limit import check_size
 from lit_seq.fit.target import StopAtTarget, Target
 from lit_seq.fit.wandb_logger import GuardedWandbLogger, start_wandb_logger
 from lit_seq.fit.wandb_modes import (
