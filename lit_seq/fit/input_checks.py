@@ -165,6 +165,8 @@ def _task_option_error(option: str, text: str) -> str:
     task = next((name for name, t in TASKS.items() if t.__name__ == cls), cls or "this task")
     takers = tasks_taking(option)
     allowed = f"the tasks that take it are {takers}" if takers else "no task takes it"
+    if not takers and task in TASKS:
+        allowed += f"; {task!r} takes {list(task_options(TASKS[task]))}"
     return f"data.{option}: task {task!r} takes no option {option!r}; {allowed}"
 
 

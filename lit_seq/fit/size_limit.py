@@ -36,8 +36,12 @@ def check_size(parser, config) -> None:
 
     ``parser``: the fit's (LightningCLI's) parser; the classes are built on the meta device.
     """
-    with torch.device("meta"):
-        built = parser.instantiate(config)
+    try:
+        with torch.device("meta"):
+            built = parser.instantiate(config)
+    except Exception:  # noqa: BLE001 - the real build that follows says what is wrong
+        # (a bad value), or builds unchecked a class that needs real numbers to be built
+        return
     model = built.get("model")
     if not isinstance(model, torch.nn.Module):
         return
