@@ -16,7 +16,7 @@ from pathlib import Path
 
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.packing import pack_key
-from lit_seq.ablate.shapes import FREE, split, typed, with_options
+from lit_seq.ablate.shapes import FREE, filled, split, template, typed
 from lit_seq.ablate.spec import Run, config_file, expand, load_spec
 from lit_seq.fit import BadInput, check_config
 from lit_seq.systems.base import check_optimizer_options
@@ -52,7 +52,10 @@ def config_content(config) -> dict:
 
 def content_digest(content: dict) -> str:
     """The hash of a :func:`config_content` with its ``None`` entries left out."""
-    text = json.dumps(content, sort_keys=True, default=str)
+    return text_digest(json.dumps(content, sort_keys=True, default=str))
+
+
+def text_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -77,7 +80,8 @@ class _Cells:
 
     def __init__(self, where: str, total: int, built: dict) -> None:
         self.where, self.total, self.built = where, total, built
-        self.shapes: dict[tuple, tuple[dict, dict, dict]] = {}  # -> (cell, content, options)
+        # shape -> its first cell, its configuration's template, its optimizer's options
+        self.shapes: dict[tuple, tuple[dict, str, dict]] = {}
         self.configs: dict[str, tuple[str, str]] = {}  # base config -> its path, its sha256
         self.start = self.said = time.monotonic()
         self.builds = 0
@@ -103,8 +107,8 @@ class _Cells:
             first = self.shapes.get(shape)
             options = typed(values) if first is not None else None
             if options is None:
-                self.built[key], content, built_options = self._build(run)
-                self.shapes.setdefault(shape, (self.built[key], content, built_options))
+                self.built[key], text, built_options = self._build(run)
+                self.shapes.setdefault(shape, (self.built[key], text, built_options))
             else:
                 self.built[key] = self._like(run, first, options)
         return self.built[key]
@@ -112,8 +116,9 @@ class _Cells:
     def _refuse(self, run: Run, err: Exception) -> BadGrid:
         return BadGrid(f"{self.where}: block {run.block!r}: cell {run.cell}: {err}")
 
-    def _build(self, run: Run) -> tuple[dict, dict, dict]:
-        """The cell built as a fit builds it; with its resolved configuration and options."""
+    def _build(self, run: Run) -> tuple[dict, str, dict]:
+        """The cell built as a fit builds it; with its configuration's template and its
+        optimizer's options (:mod:`lit_seq.ablate.shapes`)."""
         try:
             cli = check_config([*cell_args(run), f"--seed_everything={run.seed}"])
         except BadInput as err:
@@ -121,7 +126,7 @@ class _Cells:
         self.builds += 1
         hp, steps = cli.model.hparams, cli.config.trainer.max_steps
         cost = max(1, steps or 1) * max(1, hp.get("n_layers", 1))
-        content = _without_nulls(config_content(cli.config))
+        content = _without_nulls(config_content(cli.config))  # the digest's, as below
         cell = {
             "task": cli.datamodule.name,
             "arch": cli.model.arch_name,  # a plug-in backbone's own name
@@ -131,18 +136,18 @@ class _Cells:
             "val_metrics": [f"val/{m}" for m in cli.model.build_metrics()],
             "main": f"val/{cli.model.main_metric}",
         }
-        return cell, content, {name: hp[name] for name in FREE}
+        return cell, template(content), {name: hp[name] for name in FREE}
 
-    def _like(self, run: Run, first: tuple[dict, dict, dict], values: dict) -> dict:
+    def _like(self, run: Run, first: tuple[dict, str, dict], values: dict) -> dict:
         """A cell of the shape of ``first`` with the optimizer's ``values``: checked by the
         system's own check of them, digested with them."""
-        cell, content, options = first
+        cell, text, options = first
         options = {**options, **values}
         try:
             check_optimizer_options(**options)
         except ValueError as err:
             raise self._refuse(run, err) from None
-        return {**cell, "digest": content_digest(with_options(content, options))}
+        return {**cell, "digest": text_digest(filled(text, options))}
 
     def progress(self, done: int) -> None:
         now = time.monotonic()
