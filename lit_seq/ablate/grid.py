@@ -1,11 +1,14 @@
-"""A grid ready to run: loaded, expanded, and every cell built once, as a fit would build it.
+"""A grid ready to run: loaded, expanded, and every cell checked as a fit would build it.
 
 The grid layer checks only what is about grids (keys, blocks, seeds: ``spec``); every value,
 alone or with the others, is checked by ``lit_seq.fit.check_config``, the parser and
 constructors of a real fit (data module and system, no Trainer, no data generated). So a
 grid is refused before anything trains for exactly what a fit would refuse, in the same
-words. Each run learns here the registry names of its task and backbone, its cost (for the
-start order) and its digest (its identity in the output folder's fingerprint).
+words. A cell is built once for all its seeds, and once for all the cells of its shape
+(``shapes``: those differing only in the optimizer's options, each checked by the
+constructor's own check of them). Each run learns here the registry names of its task and
+backbone, its cost (for the start order) and its digest (its identity in the output
+folder's fingerprint).
 """
 
 import dataclasses
