@@ -550,3 +550,22 @@ def test_a_long_check_says_how_far_it_is(capsys):
     cells.progress(2_500)
     line = capsys.readouterr().out
     assert line.startswith("g.yaml: checked 2,500 of 10,000 runs (0 cells built")
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"lr": "1", "warmup_steps": "7"}, {"lr": 1.0, "warmup_steps": 7}),
+        ({"lr": "1e-3", "optimizer": "adam"}, {"lr": 0.001, "optimizer": "adam"}),
+        ({"lr": "nan"}, None),  # the parser's words: the cell is built
+        ({"lr": "1e999"}, None),
+        ({"lr": "-0"}, None),  # YAML reads 0, Python -0.0: not guessed
+        ({"warmup_steps": "010"}, None),  # YAML 1.1 reads 8
+        ({"warmup_steps": "2.5"}, None),
+        ({"schedule": "step"}, None),
+    ],
+)
+def test_a_shapes_values_are_typed_as_the_parser_types_them_or_not_at_all(values, expected):
+    from lit_seq.ablate.shapes import typed
+
+    assert typed(values) == expected

@@ -28,7 +28,9 @@ from lit_seq.systems.base import check_optimizer_options
 
 FREE = tuple(inspect.signature(check_optimizer_options).parameters)  # the optimizer's options
 _PREFIXES = {f"--model.init_args.{name}=": name for name in FREE}
-_INT = re.compile(r"^[+-]?\d+$")
+# the plain spellings only, which YAML and Python read alike ("010" is 8 to YAML 1.1)
+_INT = re.compile(r"^[+-]?(0|[1-9]\d*)$")
+_FLOAT = re.compile(r"^[+-]?((0|[1-9]\d*)(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _MARK = "\x00{}\x00"  # in a template: no option's value can hold it
 
 
@@ -51,6 +53,12 @@ def _hints() -> dict:
     return typing.get_type_hints(SequenceSystem.__init__)
 
 
+def _plain_float(text: str) -> bool:
+    """Finite (``1e999`` is not), and not a negative zero (``-0``, which YAML reads as 0)."""
+    number = float(text)
+    return math.isfinite(number) and not (number == 0 and text.startswith("-"))
+
+
 def typed(values: dict[str, str]) -> dict | None:
     """``values`` as the parser gives them to the system (``"1"`` -> 1.0 for ``lr``), or None
     if one is not plainly of its option's type (then the cell is built, in the parser's
@@ -65,14 +73,8 @@ def typed(values: dict[str, str]) -> dict | None:
             out[name] = text
         elif hint is int and _INT.match(text):
             out[name] = int(text)
-        elif hint is float:
-            try:
-                number = float(text)
-            except ValueError:
-                return None
-            if not math.isfinite(number):
-                return None
-            out[name] = number
+        elif hint is float and _FLOAT.match(text) and _plain_float(text):
+            out[name] = float(text)
         else:
             return None
     return out
