@@ -157,8 +157,8 @@ class _Cells:
         if now - self.said >= 1.0 and done < self.total:
             self.said = now
             print(
-                f"{self.where}: checked {done:,} of {self.total:,} runs ({self.builds} cells "
-                f"built, the rest by their shape), {now - self.start:.0f} s",
+                f"{self.where}: checked {done:,} of {self.total:,} runs ({self.builds} built, "
+                f"the others by their cell or shape), {now - self.start:.0f} s",
                 flush=True,
             )
 
