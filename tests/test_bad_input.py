@@ -121,7 +121,7 @@ PARITY = str(REPO / "configs" / "parity_sum" / "transformer.yaml")
         (
             # 2 layers of 12 d^2 + 13 d (attention, feed-forward 4d, norms) + in/out layers
             ["--config", SIGNAL, "--model.d_model=100000"],
-            r"^model.d_model=100000, model.n_layers=2, model.n_heads=4: a model of "
+            r"^model.d_model=100000, model.n_layers=2: a model of "
             r"240,003,300,003 parameters \(960.0 GB of float32 weights, about 4x that to "
             r"train\), over the limit of 1,000,000,000; give smaller sizes, or set "
             r"LIT_SEQ_MAX_PARAMS=240003300003 to build it$",

@@ -18,7 +18,7 @@ MAX_PARAMS_ENV = "LIT_SEQ_MAX_PARAMS"  # a larger (or smaller) limit, for this m
 # 1e9 float32 parameters: 4 GB of weights, about 16 GB with their gradients and Adam's two
 # moments; the largest shipped config or grid builds well under a million
 DEFAULT_MAX_PARAMS = 1_000_000_000
-SIZE_OPTIONS = ("d_model", "n_layers", "d_ff", "n_heads")  # what a refusal names
+SIZE_OPTIONS = ("d_model", "n_layers", "d_ff")  # what a refusal names: what sets the count
 
 
 def max_params() -> int:
