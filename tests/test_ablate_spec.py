@@ -237,7 +237,8 @@ BAD = {
     ),
     "unknown dotted key": (
         "name: g\noverrides: {data.init_args.colour: 3}\nblocks:\n- {axes: {task: [echo], arch: [rnn]}}\n",
-        "data: Option 'colour' is not accepted",
+        "data.colour: task 'echo' takes no option 'colour'; no task takes it; 'echo' takes "
+        "['length', 'lag', 'start_marker'",
     ),
     "seed override": (
         "name: g\noverrides: {seed_everything: 3}\nblocks:\n- {config: configs/echo/rnn.yaml}\n",
@@ -318,17 +319,28 @@ def test_dry_run_lists_runs_and_writes_nothing(tmp_path, capsys):
     assert not Path(out).exists()
 
 
-@pytest.mark.parametrize("case", ["foreign folder", "unwritable"])
+@pytest.mark.parametrize("case", ["foreign folder", "unwritable", "a file", "a long name"])
 def test_unusable_out_folder_is_refused_before_training(case, tmp_path, capsys):
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a folder")
-    out = tmp_path / "out" if case == "foreign folder" else blocker / "out"
+    out = {
+        "foreign folder": tmp_path / "out",
+        "unwritable": blocker / "out",
+        "a file": blocker,
+        "a long name": tmp_path / ("r" * 300),
+    }[case]
     if case == "foreign folder":
         out.mkdir()
         (out / "notes.txt").write_text("mine")
     assert main([str(REPO / "ablations" / "smoke.yaml"), "--out", str(out), "--wandb", "off"]) == 2
     err = capsys.readouterr().err
-    expected = "holds no grid results" if case == "foreign folder" else "is not writable"
+    expected = {
+        "foreign folder": "holds no grid results",
+        "unwritable": "is not writable",
+        "a file": f"--out {str(blocker)!r} is a file; give a folder path for --out (a new one, "
+        "or this grid's earlier out folder to resume it)",
+        "a long name": "--out='rrrrrrrrrrrrrrrrrrrr...rrrrrrrrrrrr': that name is 300 bytes",
+    }[case]
     assert expected in err and err.count("\n") == 1
     if case == "foreign folder":
         assert [p.name for p in out.iterdir()] == ["notes.txt"]
@@ -431,3 +443,129 @@ def test_a_grid_names_a_known_paper_or_is_refused_with_the_known_ones():
     assert str(error.value) == (
         "grid: paper='deletang2024' is not a known paper; allowed: ['deletang2023']"
     )
+
+
+# a grid's cells of one shape (lit_seq.ablate.shapes): built once, each still checked
+SHAPES = {
+    "name": "shapes",
+    "seeds": [0],
+    "overrides": {"steps": 5, "val_every": 5},
+    "blocks": [
+        {
+            "name": "opt",
+            "axes": {
+                "task": ["echo"],
+                "arch": ["rnn"],
+                "lr": [0.001, 1, "1e-3"],  # 1e-3: a string to YAML, 0.001 to the parser
+                "model.init_args.optimizer": ["adam", "adamw"],
+                "model.init_args.schedule": ["noam", "constant"],
+            },
+            "overrides": {"warmup_steps": 3, "weight_decay": 0.1},
+        },
+        {
+            "name": "width",
+            "axes": {
+                "task": ["echo"],
+                "arch": ["transformer"],
+                "d_model": [16, 32],
+                "warmup_steps": [0, 7],
+            },
+        },
+    ],
+}
+
+
+def _counting_builds(monkeypatch) -> list:
+    import lit_seq.ablate.grid as grid
+
+    calls = []
+
+    def counted(args):
+        calls.append(args)
+        return check_config(args)
+
+    monkeypatch.setattr(grid, "check_config", counted)
+    return calls
+
+
+def test_cells_of_one_shape_are_built_once(monkeypatch):
+    from lit_seq.ablate.grid import check_cells
+
+    runs = expand(parse_spec(SHAPES, "shapes.yaml"))
+    calls = _counting_builds(monkeypatch)
+    checked = check_cells(runs, "shapes.yaml")
+    # one build per shape: the opt block, and each d_model of the width block
+    assert len(checked) == 3 * 2 * 2 + 2 * 2 and len(calls) == 3
+    # every cell computes something of its own, but lr 1e-3, which is lr 0.001
+    assert len({r.digest for r in checked}) == len(checked) - 4
+
+
+@pytest.mark.integration  # builds each of the 16 cells on its own: a few seconds
+def test_a_cell_checked_by_its_shape_is_what_its_own_build_says():
+    from lit_seq.ablate.grid import check_cells
+
+    checked = check_cells(expand(parse_spec(SHAPES, "shapes.yaml")), "shapes.yaml")
+    fields = ("task", "arch", "cost", "pack_key", "digest")
+    for run in checked:
+        [alone] = check_cells([run], "shapes.yaml")
+        assert [getattr(run, f) for f in fields] == [getattr(alone, f) for f in fields], run.run_id
+
+
+@pytest.mark.parametrize(
+    ("axis", "bad", "expected"),
+    [
+        ("lr", -0.5, "lr=-0.5 must be a finite number > 0.0"),  # the constructor's check
+        ("lr", "nan", "model.lr: got 'nan', which is not a valid float"),  # the parser's
+        ("warmup_steps", 2.5, "got '2.5', which is not a valid int"),
+        ("model.init_args.optimizer", "sgd", "optimizer='sgd' is not one of ['adam', 'adamw']"),
+        ("n_heads", 3, "d_model=16 is not divisible by n_heads=3"),  # a shape of its own
+    ],
+)
+def test_one_bad_cell_among_many_of_one_shape_is_refused_by_name(axis, bad, expected, tmp_path):
+    values = {
+        "lr": [0.001 * (i + 1) for i in range(30)],
+        "warmup_steps": list(range(30)),
+        "model.init_args.optimizer": ["adam", "adamw"],
+        "n_heads": [1, 2, 4],
+    }[axis]
+    values.insert(len(values) - 1, bad)  # the last but one cell, after many good ones
+    block = {"config": "configs/echo/transformer.yaml", "axes": {"d_model": [16], axis: values}}
+    grid = tmp_path / "g.yaml"
+    grid.write_text(yaml.safe_dump({"name": "g", "seeds": [0, 1], "blocks": [block]}))
+    with pytest.raises(BadGrid) as error:
+        load_grid(grid)
+    name = axis.replace(".init_args.", ".")
+    assert str(error.value).startswith(f"g.yaml: block 'block0': cell block0__d_model=16__{name}=")
+    assert expected in str(error.value) and "\n" not in str(error.value)
+    assert str(error.value).split(": ")[2].endswith(f"{name}={bad}")
+
+
+def test_a_long_check_says_how_far_it_is(capsys):
+    from lit_seq.ablate.grid import _Cells
+
+    cells = _Cells("g.yaml", 10_000, {})
+    cells.progress(10)
+    assert capsys.readouterr().out == ""  # under a second: nothing
+    cells.said -= 1.5
+    cells.progress(2_500)
+    line = capsys.readouterr().out
+    assert line.startswith("g.yaml: checked 2,500 of 10,000 runs (0 built, the others by their")
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"lr": "1", "warmup_steps": "7"}, {"lr": 1.0, "warmup_steps": 7}),
+        ({"lr": "1e-3", "optimizer": "adam"}, {"lr": 0.001, "optimizer": "adam"}),
+        ({"lr": "nan"}, None),  # the parser's words: the cell is built
+        ({"lr": "1e999"}, None),
+        ({"lr": "-0"}, None),  # YAML reads 0, Python -0.0: not guessed
+        ({"warmup_steps": "010"}, None),  # YAML 1.1 reads 8
+        ({"warmup_steps": "2.5"}, None),
+        ({"schedule": "step"}, None),
+    ],
+)
+def test_a_shapes_values_are_typed_as_the_parser_types_them_or_not_at_all(values, expected):
+    from lit_seq.ablate.shapes import typed
+
+    assert typed(values) == expected

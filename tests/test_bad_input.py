@@ -107,6 +107,25 @@ PARITY = str(REPO / "configs" / "parity_sum" / "transformer.yaml")
             ["--config", SIGNAL, "--trainer.precision=fp8"],
             r"trainer.precision='fp8' is not one of \['32-true'",
         ),
+        # round four: a traceback, a silent change, or no hint what to give before
+        (
+            ["--config", SIGNAL, "--trainer.accelerator=cpu", "--trainer.precision=16-mixed"],
+            r"^trainer.precision='16-mixed' needs a CUDA GPU, and this fit runs on the CPU; "
+            r"give one of \['32-true', '64-true', 'bf16-mixed', 'bf16-true'\]",
+        ),
+        (
+            ["--config", SIGNAL, "--data.curriculum=true"],
+            r"^data.curriculum: task 'signal' takes no option 'curriculum'; the tasks that take "
+            r"it are \['parity_sum', 'echo', 'parity_check', .*'binary_addition'\]$",
+        ),
+        (
+            # 2 layers of 12 d^2 + 13 d (attention, feed-forward 4d, norms) + in/out layers
+            ["--config", SIGNAL, "--model.d_model=100000"],
+            r"^model.d_model=100000, model.n_layers=2: a model of "
+            r"240,003,300,003 parameters \(960.0 GB of float32 weights, about 4x that to "
+            r"train\), over the limit of 1,000,000,000; give smaller sizes, or set "
+            r"LIT_SEQ_MAX_PARAMS=240003300003 to build it$",
+        ),
     ],
 )
 def test_bad_input_is_one_clear_line(args, expected, tmp_path):
@@ -156,6 +175,56 @@ def test_a_run_dir_that_is_or_sits_in_a_file_is_refused_in_one_line(tmp_path):
         build_cli(["--config", SIGNAL, f"--run_dir={blocker / 'run'}"])
     with pytest.raises(BadInput, match=r"run_dir=.*file' is a file; give a folder"):
         build_cli(["--config", SIGNAL, f"--run_dir={blocker}"])
+
+
+def test_a_run_dir_name_longer_than_the_file_system_takes_is_one_line(tmp_path):
+    name = "a" * 300
+    with pytest.raises(BadInput) as error:
+        build_cli(["--config", SIGNAL, f"--run_dir={tmp_path / name / 'run'}"])
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    assert str(error.value) == (
+        f"run_dir='{'a' * 20}...{'a' * 12}': that name is 300 bytes, and the file system of "
+        f"{str(tmp_path)!r} takes names of at most {limit}; give a shorter one"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_parameter_limit_is_stated_and_can_be_moved(monkeypatch, tmp_path):
+    # echo/rnn: 2,209 parameters (test_fit's shipped configs build under the default limit)
+    monkeypatch.setenv("LIT_SEQ_MAX_PARAMS", "2208")
+    with pytest.raises(BadInput, match=r"a model of 2,209 parameters .* over the limit of 2,208"):
+        check_config(["--config", str(REPO / "configs" / "echo" / "rnn.yaml")])
+    monkeypatch.setenv("LIT_SEQ_MAX_PARAMS", "2209")
+    assert check_config(["--config", str(REPO / "configs" / "echo" / "rnn.yaml")])
+    monkeypatch.setenv("LIT_SEQ_MAX_PARAMS", "lots")
+    with pytest.raises(BadInput, match=r"^LIT_SEQ_MAX_PARAMS='lots' must be a whole number"):
+        check_config(["--config", ECHO])
+
+
+@pytest.mark.parametrize(
+    ("short", "full"),
+    [
+        (["--data.help", "parity_check"], ["--data.help", "lit_seq.data.ParityCheckData"]),
+        (["--data.help=echo"], ["--data.help=lit_seq.data.EchoData"]),
+        (["--model.help", "parity_check"], ["--model.help", "SequenceClassification"]),
+        (["--model.help", "regression"], ["--model.help", "StepRegression"]),
+        (["--model.help", "lstm"], ["--model.help", "lit_seq.systems.SequenceSystem"]),
+    ],
+)
+def test_class_help_takes_the_short_names(short, full, capsys):
+    texts = []
+    for args in (short, full):
+        with pytest.raises(SystemExit) as done:
+            build_cli(args)
+        assert done.value.code == 0
+        texts.append(capsys.readouterr().out)
+    assert texts[0] == texts[1] and "--model." in texts[0] + texts[1].replace("--data.", "--model.")
+
+
+def test_data_and_model_take_the_short_names(tmp_path):
+    cli = check_config(["--config", SIGNAL, "--data", "parity_check", "--model=classification"])
+    assert cli.datamodule.name == "parity_check"
+    assert type(cli.model).__name__ == "SequenceClassification"
 
 
 @pytest.mark.integration

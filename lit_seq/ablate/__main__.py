@@ -149,16 +149,17 @@ def print_plan(
     for run in runs:
         cells.setdefault(run.cell, []).append(run)
     console.print(f"grid {spec['name']}: {len(runs)} runs", style="bold", highlight=False)
+    lines = []  # printed at once: a print per line takes seconds for 10,000 cells
     for cell, members in cells.items():
         ok = sum(_done(done, r) for r in members)
         seeds = ",".join(str(r.seed) for r in members)
         line = f"  {cell}  [{members[0].config}]  seeds {seeds}  done {ok}/{len(members)}"
-        for part in wrap(line, indent=6):
-            console.print(part, markup=False, highlight=False, soft_wrap=True)
+        lines += wrap(line, indent=6)
     growing = sweeps(runs)
     for sweep in growing:  # what select.extend may add, one end per group
-        for part in wrap(describe(sweep, done), indent=6):
-            console.print(part, markup=False, highlight=False, soft_wrap=True)
+        lines += wrap(describe(sweep, done), indent=6)
+    if lines:
+        console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
     n_done = sum(_done(done, r) for r in runs)
     waiting = sum(bool(r.select_from) for r in runs)
     shape = (

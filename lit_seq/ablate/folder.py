@@ -27,7 +27,9 @@ from filelock import Timeout, UnixFileLock
 
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.spec import Run
+from lit_seq.fit.run_folder import check_folder_names
 from lit_seq.record import RECORDS, read_records
+from lit_seq.util.checks import BadInput
 from lit_seq.util.io import atomic_write_json, atomic_write_text, read_json
 
 RUNS = "runs"
@@ -71,8 +73,15 @@ def check_out_dir(out_dir: Path, grid_name: str, runs: list[Run]) -> bool:
     Read-only, so ``--dry-run`` and bad grids never touch an existing folder.
     """
     out_dir = Path(out_dir)
+    try:
+        check_folder_names("--out", out_dir)
+    except BadInput as err:
+        raise BadGrid(str(err)) from None
     if out_dir.exists() and not out_dir.is_dir():
-        raise BadGrid(f"out folder {str(out_dir)!r} is a file")
+        raise BadGrid(
+            f"--out {str(out_dir)!r} is a file; give a folder path for --out (a new one, or "
+            "this grid's earlier out folder to resume it)"
+        )
     marker = out_dir / FINGERPRINT
     if marker.exists():
         if differ := _differing_runs(marker, grid_name, runs):

@@ -1,22 +1,28 @@
-"""A grid ready to run: loaded, expanded, and every cell built once, as a fit would build it.
+"""A grid ready to run: loaded, expanded, and every cell checked as a fit would build it.
 
 The grid layer checks only what is about grids (keys, blocks, seeds: ``spec``); every value,
 alone or with the others, is checked by ``lit_seq.fit.check_config``, the parser and
 constructors of a real fit (data module and system, no Trainer, no data generated). So a
 grid is refused before anything trains for exactly what a fit would refuse, in the same
-words. Each run learns here the registry names of its task and backbone, its cost (for the
-start order) and its digest (its identity in the output folder's fingerprint).
+words. A cell is built once for all its seeds, and once for all the cells of its shape
+(``shapes``: those differing only in the optimizer's options, each checked by the
+constructor's own check of them). Each run learns here the registry names of its task and
+backbone, its cost (for the start order) and its digest (its identity in the output
+folder's fingerprint).
 """
 
 import dataclasses
 import hashlib
 import json
+import time
 from pathlib import Path
 
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.packing import pack_key
+from lit_seq.ablate.shapes import FREE, filled, split, template, typed
 from lit_seq.ablate.spec import Run, config_file, expand, load_spec
 from lit_seq.fit import BadInput, check_config
+from lit_seq.systems.base import check_optimizer_options
 
 SEED_ARGS = ("--seed_everything=", "--data.init_args.seed=")  # what differs between seeds
 # not what a run computes: where it writes, how it is logged, and what the machine decides
@@ -35,19 +41,32 @@ def _without_nulls(value):
     return value
 
 
+def config_content(config) -> dict:
+    """A parsed fit configuration as what it computes: what :func:`config_digest` hashes."""
+    content = config.clone().as_dict()
+    for key in (*NOT_COMPUTED, "wandb_tags"):
+        content.pop(key, None)
+    for key in NOT_COMPUTED_TRAINER:
+        content.get("trainer", {}).pop(key, None)
+    return content
+
+
+def content_digest(content: dict) -> str:
+    """The hash of a :func:`config_content` with its ``None`` entries left out."""
+    return text_digest(json.dumps(content, sort_keys=True, default=str))
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def config_digest(config) -> str:
     """A hash of a parsed fit configuration's contents: what the run will compute.
 
     Options left at ``None`` do not count: an option a later version adds with a ``None``
     default (the old behaviour) leaves every digest, hence a resumable folder, as it was.
     """
-    content = config.clone().as_dict()
-    for key in NOT_COMPUTED:
-        content.pop(key, None)
-    for key in NOT_COMPUTED_TRAINER:
-        content.get("trainer", {}).pop(key, None)
-    text = json.dumps(_without_nulls(content), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return content_digest(_without_nulls(config_content(config)))
 
 
 def cell_args(run: Run) -> list[str]:
@@ -56,11 +75,90 @@ def cell_args(run: Run) -> list[str]:
     return ["--config", str(config_file(run.config)), *kept]
 
 
-def _cell_key(run: Run) -> tuple[str, ...]:
-    """What a built cell depends on: its fit arguments and its base config's contents (so a
-    cache of built cells never answers for a config edited since)."""
-    contents = hashlib.sha256(config_file(run.config).read_bytes()).hexdigest()
-    return (*cell_args(run), contents)
+class _Cells:
+    """The cells of one check: each built once, each shape built once (``shapes``), each
+    base config read once; and a progress line each second once it takes more than one."""
+
+    def __init__(self, where: str, total: int, built: dict) -> None:
+        self.where, self.total, self.built = where, total, built
+        # shape -> its first cell, its configuration's template, its optimizer's options
+        self.shapes: dict[tuple, tuple[dict, str, dict]] = {}
+        self.configs: dict[str, tuple[str, str]] = {}  # base config -> its path, its sha256
+        self.start = self.said = time.monotonic()
+        self.builds = 0
+
+    def key(self, run: Run) -> tuple[str, ...]:
+        """What a built cell depends on: its fit arguments and its base config's contents (so
+        a cache of built cells never answers for a config edited since)."""
+        if run.config not in self.configs:
+            path = config_file(run.config)
+            if not path.is_file():
+                raise BadGrid(
+                    f"{self.where}: block {run.block!r}: base config {run.config!r} does not exist"
+                )
+            self.configs[run.config] = (str(path), hashlib.sha256(path.read_bytes()).hexdigest())
+        path, contents = self.configs[run.config]
+        kept = [a for a in run.overrides if not a.startswith(SEED_ARGS)]
+        return ("--config", path, *kept, contents)
+
+    def cell(self, run: Run, key: tuple[str, ...]) -> dict:
+        """What ``run``'s cell builds: by a build of its own, or by its shape's first cell."""
+        if key not in self.built:
+            shape, values = split(list(key))
+            first = self.shapes.get(shape)
+            options = typed(values) if first is not None else None
+            if options is None:
+                self.built[key], text, built_options = self._build(run)
+                self.shapes.setdefault(shape, (self.built[key], text, built_options))
+            else:
+                self.built[key] = self._like(run, first, options)
+        return self.built[key]
+
+    def _refuse(self, run: Run, err: Exception) -> BadGrid:
+        return BadGrid(f"{self.where}: block {run.block!r}: cell {run.cell}: {err}")
+
+    def _build(self, run: Run) -> tuple[dict, str, dict]:
+        """The cell built as a fit builds it; with its configuration's template and its
+        optimizer's options (:mod:`lit_seq.ablate.shapes`)."""
+        try:
+            cli = check_config([*cell_args(run), f"--seed_everything={run.seed}"])
+        except BadInput as err:
+            raise self._refuse(run, err) from None
+        self.builds += 1
+        hp, steps = cli.model.hparams, cli.config.trainer.max_steps
+        cost = max(1, steps or 1) * max(1, hp.get("n_layers", 1))
+        content = _without_nulls(config_content(cli.config))  # the digest's, as below
+        cell = {
+            "task": cli.datamodule.name,
+            "arch": cli.model.arch_name,  # a plug-in backbone's own name
+            "cost": float(cost),
+            "digest": content_digest(content),
+            "pack_key": pack_key(cli),
+            "val_metrics": [f"val/{m}" for m in cli.model.build_metrics()],
+            "main": f"val/{cli.model.main_metric}",
+        }
+        return cell, template(content), {name: hp[name] for name in FREE}
+
+    def _like(self, run: Run, first: tuple[dict, str, dict], values: dict) -> dict:
+        """A cell of the shape of ``first`` with the optimizer's ``values``: checked by the
+        system's own check of them, digested with them."""
+        cell, text, options = first
+        options = {**options, **values}
+        try:
+            check_optimizer_options(**options)
+        except ValueError as err:
+            raise self._refuse(run, err) from None
+        return {**cell, "digest": text_digest(filled(text, options))}
+
+    def progress(self, done: int) -> None:
+        now = time.monotonic()
+        if now - self.said >= 1.0 and done < self.total:
+            self.said = now
+            print(
+                f"{self.where}: checked {done:,} of {self.total:,} runs ({self.builds} built, "
+                f"the others by their cell or shape), {now - self.start:.0f} s",
+                flush=True,
+            )
 
 
 def check_cells(runs: list[Run], where: str, built: dict | None = None) -> list[Run]:
@@ -69,31 +167,16 @@ def check_cells(runs: list[Run], where: str, built: dict | None = None) -> list[
     digest, of the cell's resolved configuration and the seed, is the run's identity on resume
     (``folder.check_out_dir``): an edited base config changes it, a moved checkout does not.
 
-    Each distinct cell is built once (its seeds share it). ``built``: the cells built so far,
-    filled in here; grids checked together that pass the same dict build a shared cell once.
+    Each distinct cell is checked once (its seeds share it), and each shape is built once
+    (``lit_seq.ablate.shapes``: cells that differ only in the optimizer's options are
+    checked by the system's own check of those). ``built``: the cells checked so far, filled
+    in here; grids checked together that pass the same dict check a shared cell once.
     """
-    built = {} if built is None else built
+    cells = _Cells(where, len(runs), {} if built is None else built)
     checked = []
-    for run in runs:
-        if not config_file(run.config).is_file():
-            raise BadGrid(
-                f"{where}: block {run.block!r}: base config {run.config!r} does not exist"
-            )
-        key = _cell_key(run)
-        if key not in built:
-            try:
-                cli = check_config([*cell_args(run), f"--seed_everything={run.seed}"])
-            except BadInput as err:
-                raise BadGrid(f"{where}: block {run.block!r}: cell {run.cell}: {err}") from None
-            hp, steps = cli.model.hparams, cli.config.trainer.max_steps
-            cost = max(1, steps or 1) * max(1, hp.get("n_layers", 1))
-            arch = cli.model.arch_name  # a plug-in backbone's own name
-            built[key] = {"task": cli.datamodule.name, "arch": arch, "cost": float(cost)}
-            built[key]["digest"] = config_digest(cli.config)
-            built[key]["pack_key"] = pack_key(cli)
-            built[key]["val_metrics"] = [f"val/{m}" for m in cli.model.build_metrics()]
-            built[key]["main"] = f"val/{cli.model.main_metric}"
-        cell = dict(built[key])
+    for done, run in enumerate(runs):
+        cell = dict(cells.cell(run, cells.key(run)))
+        cells.progress(done)
         val_metrics, main = cell.pop("val_metrics"), cell.pop("main")
         if run.select_axis:
             metric = run.select_metric or main

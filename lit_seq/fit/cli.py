@@ -31,6 +31,7 @@ from lit_seq.fit.input_checks import (
     batch_notes,
     check_goals,
     check_pairing,
+    check_precision,
     check_trainer,
     checked,
     fit_val_interval,
@@ -48,6 +49,7 @@ from lit_seq.fit.run_folder import (
 )
 from lit_seq.fit.scoring import RangeEval
 from lit_seq.fit.signals import StopOnSignal
+from lit_seq.fit.size_limit import check_size
 from lit_seq.fit.target import StopAtTarget, Target
 from lit_seq.fit.wandb_logger import GuardedWandbLogger, start_wandb_logger
 from lit_seq.fit.wandb_modes import resolve_wandb_mode, wandb_target
@@ -163,6 +165,10 @@ class LitSeqCLI(LightningCLI):
     def before_instantiate_classes(self) -> None:
         self.wandb_mode = resolve_wandb_mode(self.wandb.mode)
 
+    def instantiate_classes(self) -> None:
+        check_size(self.parser, self.config)  # counted on the meta device: nothing allocated
+        super().instantiate_classes()
+
     def instantiate_trainer(self, **kwargs) -> Trainer:
         # data and system are built by now: only a good configuration gets a run folder
         self._check_inputs()
@@ -175,8 +181,10 @@ class LitSeqCLI(LightningCLI):
             raise
 
     def _check_inputs(self) -> None:
-        """Pairing and goals, then the run folder read only: a refusal changes nothing."""
+        """Pairing, goals and precision, then the run folder read only: a refusal changes
+        nothing."""
         check_pairing(self.datamodule, self.model)
+        checked(lambda: check_precision(self.config.trainer))
         self.target, self.range_eval = check_goals(self.config, self.model)
         self.notes += batch_notes(self.datamodule)
         self.run_dir = run_dir_path(self.config, self.datamodule.name, self.model.arch_name)

@@ -49,13 +49,14 @@ def _options(cls: type, skip: tuple[str, ...] = ()) -> list[tuple[str, str, str]
     return rows
 
 
-def _task_options(task: type) -> list[str]:
+@functools.cache  # a parser per task: built once a process
+def task_options(task: type) -> tuple[str, ...]:
     """The option names of ``task`` in ``--data.help``'s order: its own, then those it hands
     to ``SyntheticDataModule`` through ``**kwargs`` (which the parser follows, and a plain
     signature does not show)."""
     parser = ArgumentParser()
     parser.add_class_arguments(task)
-    return list(parser.get_defaults().keys())
+    return tuple(parser.get_defaults().keys())
 
 
 def _line(indent: str, name: str, kind: str, doc: str) -> str:
@@ -70,7 +71,8 @@ def options_help() -> str:
     lines = [
         "Train one configuration (default: signal / transformer), test it on every test set",
         "and write its run folder. lit_seq's own options follow; all options of one class:",
-        "--model.help CLASS or --data.help CLASS (e.g. --model.help SequenceClassification).",
+        "--model.help CLASS or --data.help CLASS, by class or short name (--data.help",
+        "parity_check; --model.help takes a task, a task kind or an arch: --model.help lstm).",
         "",
         "Which setting wins: arguments are read left to right and a later one wins. So with",
         "--config a.yaml --config b.yaml --model.lr 0.01, b.yaml wins over a.yaml and the flag",
@@ -85,9 +87,9 @@ def options_help() -> str:
         if own:  # the arguments a system adds to those of the base class
             lines.append(f"  {system.__name__} (--model; trains {system.task_kind!r} tasks) adds:")
             lines += [_line("    ", *row) for row in own]
-    lines += ["", "tasks (--data CLASS, then --data.NAME VALUE; all: --data.help CLASS):"]
+    lines += ["", "tasks (--data NAME, then --data.NAME VALUE; all: --data.help NAME):"]
     for name, task in TASKS.items():
-        options = ", ".join(_task_options(task))
+        options = ", ".join(task_options(task))
         lines += textwrap.wrap(
             f"{name} (lit_seq.data.{task.__name__}): {options}",
             WIDTH,

@@ -16,9 +16,11 @@ from pathlib import Path
 import torch
 
 from lit_seq.data import TASKS, SyntheticDataModule
+from lit_seq.fit.header import task_options
 from lit_seq.fit.scoring import RangeEval
 from lit_seq.fit.target import Target, check_target
 from lit_seq.fit.wandb_options import new_layout, new_spelling
+from lit_seq.models import BACKBONES
 from lit_seq.models.plugin import SHARED, PluginBackbone
 from lit_seq.systems import SYSTEMS, SequenceSystem
 from lit_seq.util.assets import DEFAULT_CONFIG, find_file
@@ -59,6 +61,23 @@ def check_trainer(trainer) -> None:
         raise ValueError(
             f"trainer.accelerator={trainer.get('accelerator')!r} but no CUDA device is visible "
             "here; use 'auto' (a GPU when there is one) or 'cpu'"
+        )
+
+
+CPU_PRECISIONS = ("32-true", "64-true", "bf16-mixed", "bf16-true")  # what a CPU fit runs as asked
+
+
+def check_precision(trainer) -> None:
+    """ValueError for ``16-mixed`` on a CPU: Lightning would train ``bf16-mixed`` instead,
+    with only a warning, and the record would hold a precision nobody asked for. A fit
+    checks it for the device it runs on (a grid's check cannot: its runs may go to GPUs)."""
+    precision, accelerator = trainer.get("precision"), trainer.get("accelerator")
+    if precision not in ("16-mixed", "16", 16):
+        return
+    if accelerator == "cpu" or not torch.cuda.is_available():
+        raise ValueError(
+            f"trainer.precision={precision!r} needs a CUDA GPU, and this fit runs on the CPU; "
+            f"give one of {list(CPU_PRECISIONS)} (bf16-mixed is Lightning's 16-bit on a CPU)"
         )
 
 
@@ -123,6 +142,8 @@ def one_line(error: BaseException) -> str:
         root,
     )
     field = ".".join(dict.fromkeys(keys))
+    if field == "data" and (option := re.search(r"Option '(\w+)' is not accepted", root)):
+        return _task_option_error(option.group(1), str(error))
     if field.endswith("backbone"):
         return _backbone_error(field, root, str(error))
     if field == "trainer.precision" and (value := re.search(r"got '([^']*)'", root)):
@@ -130,6 +151,24 @@ def one_line(error: BaseException) -> str:
     if field and field not in root:
         return f"{field}: {root}"
     return root
+
+
+def tasks_taking(option: str) -> list[str]:
+    """The names of the tasks (``TASKS``) whose data module takes ``option``."""
+    return [name for name, task in TASKS.items() if option in task_options(task)]
+
+
+def _task_option_error(option: str, text: str) -> str:
+    """The parser's refusal of ``--data.OPTION`` said with the task refusing it and the
+    tasks that take it (``curriculum`` on ``signal``: the Delétang tasks take it)."""
+    found = re.search(r"class_path '([\w.]+)'", text)
+    cls = found.group(1).rpartition(".")[2] if found else ""
+    task = next((name for name, t in TASKS.items() if t.__name__ == cls), cls or "this task")
+    takers = tasks_taking(option)
+    allowed = f"the tasks that take it are {takers}" if takers else "no task takes it"
+    if not takers and task in TASKS:
+        allowed += f"; {task!r} takes {list(task_options(TASKS[task]))}"
+    return f"data.{option}: task {task!r} takes no option {option!r}; {allowed}"
 
 
 def _backbone_error(field: str, root: str, text: str) -> str:
@@ -200,9 +239,45 @@ def check_goals(config, model: SequenceSystem) -> tuple[Target, RangeEval]:
     return target, range_eval
 
 
+_CLASS_FLAGS = ("--data", "--data.help", "--model", "--model.help")
+
+
+def class_path(flag: str, name: str) -> str:
+    """The import path a short ``name`` given to ``flag`` stands for; ``name`` itself if none.
+
+    ``--data`` and ``--data.help`` take a task's name (``parity_check``, as ``--data`` takes
+    ``ParityCheckData``); ``--model`` and ``--model.help`` take a task's name or kind (the
+    system that trains it: ``parity_check`` or ``classification`` -> SequenceClassification),
+    and ``--model.help`` an arch (``lstm``: the options every system shares, arch's among
+    them).
+    """
+    if flag.startswith("--data") and name in TASKS:
+        return f"lit_seq.data.{TASKS[name].__name__}"
+    if flag.startswith("--model"):
+        kind = TASKS[name].task_kind if name in TASKS else name
+        if kind in SYSTEMS:
+            return f"lit_seq.systems.{SYSTEMS[kind].__name__}"
+        if flag == "--model.help" and name in BACKBONES:
+            return f"lit_seq.systems.{SequenceSystem.__name__}"
+    return name
+
+
+def short_names(args: list[str]) -> list[str]:
+    """``args`` with the short names of :func:`class_path` replaced by import paths."""
+    out = list(args)
+    for i, arg in enumerate(out):
+        flag, eq, value = arg.partition("=")
+        if flag in _CLASS_FLAGS and eq:
+            out[i] = f"{flag}={class_path(flag, value)}"
+        elif arg in _CLASS_FLAGS and i + 1 < len(out):
+            out[i + 1] = class_path(arg, out[i + 1])
+    return out
+
+
 def with_config(args: list[str] | None) -> list[str]:
-    """``args`` with the default config when none is given, shipped configs found and the
-    W&B options' old spellings in the group's (``lit_seq.fit.wandb_options``).
+    """``args`` with the default config when none is given, shipped configs found, the W&B
+    options' old spellings in the group's (``lit_seq.fit.wandb_options``) and the short names
+    of tasks and systems as import paths (:func:`short_names`).
 
     ``--config configs/echo/rnn.yaml`` names the file in the working directory if there is
     one, else the config shipped in the package (so the README's commands work anywhere).
@@ -223,7 +298,7 @@ def with_config(args: list[str] | None) -> list[str]:
             out.append(arg)
     if not given and not any(a in ("-h", "--help") for a in out):
         out = ["--config", str(DEFAULT_CONFIG), *out]
-    return out
+    return short_names(out)
 
 
 def check_config_file(path: Path) -> dict:

@@ -35,8 +35,10 @@ WANDB_ID_FILE = "wandb_id"  # in a run folder: the W&B run that a resume continu
 
 
 def run_dir_path(config, task: str, arch: str) -> Path:
-    """The run folder: ``--run_dir``, else a new one ``runs/<task>-<arch>-<time>``."""
+    """The run folder: ``--run_dir``, else a new one ``runs/<task>-<arch>-<time>``; BadInput
+    for a name its file system does not take (checked first: the OS refuses even to look)."""
     if config.run_dir:
+        check_folder_names("run_dir", Path(config.run_dir))
         return Path(config.run_dir)
     if config.ckpt_path == "last":
         raise BadInput("ckpt_path='last' resumes the fit of --run_dir; give its run folder")
@@ -55,6 +57,31 @@ def check_run(config, run_dir: Path, model: SequenceSystem, announce: bool = Fal
             print(f"lit_seq.fit: warning: {resume.note}", file=sys.stderr)
     _check_something_to_do(config, run_dir, resume)
     return resume
+
+
+def name_max(folder: Path) -> int:
+    """The longest file name (in bytes) the file system of ``folder`` takes (255 if unknown)."""
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+def check_folder_names(option: str, path: Path) -> None:
+    """BadInput naming ``option`` if a part of ``path`` is a longer name than its file system
+    takes (the OS would refuse it mid-set-up, with a traceback). Walks down from the root, so
+    no longer name is ever handed to the OS."""
+    folder, made = Path(path.absolute().anchor), True
+    for part in path.absolute().parts[1:]:
+        limit = name_max(folder)
+        if len(part.encode()) > limit:
+            shown = part if len(part) <= 40 else f"{part[:20]}...{part[-12:]}"
+            raise BadInput(
+                f"{option}={shown!r}: that name is {len(part.encode())} bytes, and the file "
+                f"system of {str(folder)!r} takes names of at most {limit}; give a shorter one"
+            )
+        made = made and (folder / part).is_dir()
+        folder = folder / part if made else folder  # a folder still to make: its parent's
 
 
 def _check_run_dir(config, run_dir: Path) -> None:

@@ -148,6 +148,9 @@ class LearnablePositionalEncoding(PositionalEncoding):
     def __init__(self, d_model: int, max_len: int = 512) -> None:
         super().__init__()
         self.max_len = max_len
+        if torch.empty(0).is_meta:  # built for its size alone (lit_seq.fit.size_limit): no draw
+            self.pe = nn.Parameter(torch.empty(max_len, d_model))
+            return
         g = private_generator()
         # One call per row: a single randn(L, d) may draw differently for different L.
         rows = [torch.randn(d_model, generator=g) for _ in range(max_len)]

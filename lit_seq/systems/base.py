@@ -69,6 +69,21 @@ Optimizer = Literal[tuple(OPTIMIZERS)]
 Schedule = Literal[SCHEDULES]
 
 
+def check_optimizer_options(
+    optimizer: object, lr: object, weight_decay: object, schedule: object, warmup_steps: object
+) -> None:
+    """ValueError naming the first of the optimizer's options that is not allowed.
+
+    The system's constructor checks them here, and so does a grid for the cells that differ
+    from one it built only in these (``lit_seq.ablate.shapes``): one rule, one wording.
+    """
+    check_choice("optimizer", optimizer, OPTIMIZERS)
+    check_choice("schedule", schedule, SCHEDULES)
+    check_float("lr", lr, 0.0, low_open=True)
+    check_float("weight_decay", weight_decay, 0.0)
+    check_int("warmup_steps", warmup_steps, 0)
+
+
 class SequenceSystem(L.LightningModule):
     """Base of the systems (one per task kind, ``SYSTEMS``); never instantiated directly.
 
@@ -145,16 +160,12 @@ class SequenceSystem(L.LightningModule):
         """
         super().__init__()
         check_choice("arch", arch, BACKBONES)
-        check_choice("optimizer", optimizer, OPTIMIZERS)
-        check_choice("schedule", schedule, SCHEDULES)
+        check_optimizer_options(optimizer, lr, weight_decay, schedule, warmup_steps)
         for name, value in (("d_model", d_model), ("n_layers", n_layers), ("n_heads", n_heads)):
             check_int(name, value, 1)
         if d_ff is not None:
             check_int("d_ff", d_ff, 1, allowed=">= 1 (or null for 4 * d_model)")
         check_float("dropout", dropout, 0.0, maximum=1.0, high_open=True)
-        check_float("lr", lr, 0.0, low_open=True)
-        check_float("weight_decay", weight_decay, 0.0)
-        check_int("warmup_steps", warmup_steps, 0)
         if pos_range is not None:
             check_int("pos_range", pos_range, 1, allowed=">= 1 (or null for max_len)")
         max_len = resolve_max_len(max_len, data_max_len)
