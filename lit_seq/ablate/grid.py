@@ -13,12 +13,12 @@ import hashlib
 import json
 from pathlib import Path
 
+from lit_seq.ablate.axes import DATA_SEED_ARG, seed_args
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.packing import pack_key
 from lit_seq.ablate.spec import Run, config_file, expand, load_spec
 from lit_seq.fit import BadInput, check_config
 
-SEED_ARGS = ("--seed_everything=", "--data.init_args.seed=")  # what differs between seeds
 # not what a run computes: where it writes, how it is logged, and what the machine decides
 # (precision and device follow the hardware), so a grid can resume on another machine
 NOT_COMPUTED = ("config", "run_dir", "ckpt_path", "wandb", "wandb_project", "wandb_entity")
@@ -44,6 +44,9 @@ def config_digest(config) -> str:
     default (the old behaviour) leaves every digest, hence a resumable folder, as it was.
     """
     content = config.clone().as_dict()
+    data = content.get("data", {}).get("init_args", {})
+    if data.get("seed") is None:  # follows the run seed, which enters on its own; counted as
+        data["seed"] = 0  # 0, the field's default before, so older folders' digests stay
     for key in (*NOT_COMPUTED, "wandb_tags"):
         content.pop(key, None)
     for key in NOT_COMPUTED_TRAINER:
@@ -53,9 +56,12 @@ def config_digest(config) -> str:
 
 
 def cell_args(run: Run) -> list[str]:
-    """The fit arguments of ``run``'s cell: those of any of its seeds, seeds left out."""
-    kept = [a for a in run.overrides if not a.startswith(SEED_ARGS)]
-    return ["--config", str(config_file(run.config)), *kept]
+    """The fit arguments of ``run``'s cell: those of any of its seeds, the driver's seed
+    arguments (``axes.seed_args``, the last ones) left out; a grid's own data seed kept."""
+    args = list(run.overrides)
+    # two, run seed and data seed, unless the grid set the data seed: the run seed alone
+    driver = 2 if args[-2:] == seed_args(run.seed, []) else 1
+    return ["--config", str(config_file(run.config)), *args[:-driver]]
 
 
 def _cell_key(run: Run) -> tuple[str, ...]:
@@ -92,6 +98,8 @@ def check_cells(runs: list[Run], where: str, built: dict | None = None) -> list[
             arch = cli.model.arch_name  # a plug-in backbone's own name
             built[key] = {"task": cli.datamodule.name, "arch": arch, "cost": float(cost)}
             built[key]["digest"] = config_digest(cli.config)
+            grids = any(a.startswith(DATA_SEED_ARG) for a in cell_args(run))
+            built[key]["data_seed"] = cli.config.data.init_args.seed if grids else None
             built[key]["pack_key"] = pack_key(cli)
             built[key]["val_metrics"] = [f"val/{m}" for m in cli.model.build_metrics()]
             built[key]["main"] = f"val/{cli.model.main_metric}"
@@ -106,6 +114,8 @@ def check_cells(runs: list[Run], where: str, built: dict | None = None) -> list[
                 )
             cell["select_metric"] = metric
         identity = f"{cell['digest']}:{run.seed}"
+        if (data_seed := cell.pop("data_seed")) is not None:  # the grid's own, not the run's
+            identity += f":data seed {data_seed}"
         if run.select_from:  # what it computes: the value selected among these, so
             identity += f":select {run.select_axis} from {list(run.select_from)} by "
             identity += (

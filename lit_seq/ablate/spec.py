@@ -38,7 +38,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lit_seq.ablate.axes import AXES, config_path
+from lit_seq.ablate.axes import AXES, config_path, seed_args
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.sweep import check_sweep
 from lit_seq.record import format_value
@@ -354,9 +354,8 @@ def expand(spec: dict) -> list[Run]:
                     *_args(spec["overrides"]),
                     *_args(block["overrides"]),
                     *_args(run_args),
-                    f"--seed_everything={seed}",
-                    f"--data.init_args.seed={seed}",  # the data varies with the seed too
                 ]
+                overrides += seed_args(seed, overrides)
                 run = Run(
                     run_id=f"{run_cell}__seed={seed}",
                     block=block["name"],
