@@ -35,7 +35,7 @@ AXES: dict[str, str] = {
 
 ROOTS = ("model", "data", "trainer", "target", "range_eval")
 # set by the driver itself: a grid that sets them would silently fight it
-RESERVED = {"seed_everything": "the run seed comes from the grid's `seeds:` list"}
+RESERVED = {"seed_everything": "seeds come from the grid's `seeds:` list"}
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
