@@ -30,7 +30,7 @@ def _built(*args: str):
     dm = cli.datamodule
     dm.setup("fit")
     batches = [_digest(b.values()) for b in dm.train_dataloader()]
-    val = _digest(dm.val_set.tensors.values()) if hasattr(dm.val_set, "tensors") else None
+    val = _digest(dm.val_set.tensors.values())
     return cli, [p.detach().clone() for p in cli.model.parameters()], batches, val
 
 

@@ -76,10 +76,10 @@ class SyntheticDataModule(L.LightningDataModule):
         n_val: validation examples.
         n_test: examples in each test set (the training length's and every gen length's).
         batch_size: examples per batch in every split.
-        seed: the data seed: of the data generation and of the training shuffle order.
-            Default: the fit's ``--seed_everything`` (0 for a module built outside a fit);
-            set apart from it, the data change and the initial weights do not
-            (``--init_seed`` is the other half; docs/grids.md, "The seed design").
+        seed: seed of the data generation and of the training shuffle order. Default:
+            the fit's ``--seed_everything`` (0 outside a fit); set apart from it, the data
+            change and the initial weights do not (``--init_seed`` sets the weights' seed
+            apart; docs/grids.md, "The seed design").
         gen_factors: length-generalisation test sets at k x the training length, one per
             entry (integers >= 2, no repeats). Defaults to [2, 4]; [] disables them.
         curriculum: train on every length from the task's shortest valid one to its
