@@ -80,6 +80,10 @@ class FitResult:
     # the accuracy of answering from the input without doing the task, where that beats
     # chance (associative_recall: 1 / pairs in context); {} for the other tasks
     context_floor: dict[str, float] = field(default_factory=dict)
+    # the seeds of its data and of its initial weights (lit_seq.fit.seeds): each the run's
+    # seed unless set apart; None in records made before they were separate options
+    data_seed: int | None = None
+    init_seed: int | None = None
     # where the numbers came from (lit_seq.util.environment): per-seed values can differ
     # between machines, verdicts over seeds should not; "" / None in records made before
     lit_seq_commit: str = ""  # short commit of the lit_seq checkout, "" outside one

@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, result in (("own draws", own), (f"one shared draw (seed {args.data_seed})", shared)):
         print(
             f"{name}: wins {result.wins} over {result.cells} untied cells ({result.tied} tied); "
-            f"top seed {result.top_seed}, p x {result.seeds} = {result.p:.4g}: {result.verdict}"
+            f"top seed {result.top_seed}, block-permutation p = {result.p:.4g} "
+            f"({result.method}): {result.verdict}"
         )
     moved = (table["shared_draw"] - table["own_draw"]).abs()
     print(

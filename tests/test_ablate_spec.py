@@ -413,12 +413,16 @@ AXIS_PROBES = {
     "steps": ("trainer", "max_steps", 170),
     "val_every": ("trainer", "val_check_interval", 5),
     "batch_size": ("data", "batch_size", 16),
+    "data_seed": ("data", "seed", 7),
+    "init_seed": ("seeds", "init_seed", 7),  # the seeds the fit resolved (lit_seq.fit.seeds)
 }
 
 
 def _built(cli, where: str, name: str):
     if where == "model":
         return cli.model.hparams[name]
+    if where == "seeds":
+        return cli.seeds[name]
     return getattr(cli.datamodule if where == "data" else cli.trainer, name)
 
 

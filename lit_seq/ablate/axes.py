@@ -28,14 +28,14 @@ AXES: dict[str, str] = {
     "steps": "trainer.max_steps",
     "val_every": "trainer.val_check_interval",
     "batch_size": "data.init_args.batch_size",
+    # the seed design (docs/grids.md): each follows the run's seed unless a grid sets it
+    "data_seed": "data.init_args.seed",
+    "init_seed": "init_seed",
 }
 
 ROOTS = ("model", "data", "trainer", "target", "range_eval")
 # set by the driver itself: a grid that sets them would silently fight it
-RESERVED = {
-    "seed_everything": "seeds come from the grid's `seeds:` list",
-    "data.init_args.seed": "seeds come from the grid's `seeds:` list",
-}
+RESERVED = {"seed_everything": "seeds come from the grid's `seeds:` list"}
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
@@ -57,3 +57,14 @@ def config_path(key: str, where: str) -> str:
     if key in RESERVED:
         raise BadGrid(f"{where}: {key!r} cannot be set by a grid: {RESERVED[key]}")
     return key
+
+
+DATA_SEED_ARG = "--data.init_args.seed="
+
+
+def seed_args(seed: int, args: list[str]) -> list[str]:
+    """The driver's arguments for a run's ``seed``, after ``args`` (the run's others): the run
+    seed, and the data seed with it (the blocked design, docs/grids.md, "The seed design")
+    unless ``args`` set the data seed (a ``data_seed`` axis or override)."""
+    data_seed_set = any(a.startswith(DATA_SEED_ARG) for a in args)
+    return [f"--seed_everything={seed}", *([] if data_seed_set else [f"{DATA_SEED_ARG}{seed}"])]

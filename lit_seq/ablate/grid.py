@@ -17,6 +17,7 @@ import json
 import time
 from pathlib import Path
 
+from lit_seq.ablate.axes import DATA_SEED_ARG, seed_args
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.packing import pack_key
 from lit_seq.ablate.shapes import FREE, filled, split, template, typed
@@ -24,7 +25,6 @@ from lit_seq.ablate.spec import Run, config_file, expand, load_spec
 from lit_seq.fit import BadInput, check_config
 from lit_seq.systems.base import check_optimizer_options
 
-SEED_ARGS = ("--seed_everything=", "--data.init_args.seed=")  # what differs between seeds
 # not what a run computes: where it writes, how it is logged, and what the machine decides
 # (precision and device follow the hardware), so a grid can resume on another machine
 NOT_COMPUTED = ("config", "run_dir", "ckpt_path", "wandb", "checkpoint_every")
@@ -44,6 +44,9 @@ def _without_nulls(value):
 def config_content(config) -> dict:
     """A parsed fit configuration as what it computes: what :func:`config_digest` hashes."""
     content = config.clone().as_dict()
+    data = content.get("data", {}).get("init_args", {})
+    if data.get("seed") is None:  # follows the run seed, which enters on its own; counted as
+        data["seed"] = 0  # 0, the field's default before, so older folders' digests stay
     for key in (*NOT_COMPUTED, "wandb_tags"):
         content.pop(key, None)
     for key in NOT_COMPUTED_TRAINER:
@@ -70,9 +73,17 @@ def config_digest(config) -> str:
 
 
 def cell_args(run: Run) -> list[str]:
-    """The fit arguments of ``run``'s cell: those of any of its seeds, seeds left out."""
-    kept = [a for a in run.overrides if not a.startswith(SEED_ARGS)]
-    return ["--config", str(config_file(run.config)), *kept]
+    """The fit arguments of ``run``'s cell: those of any of its seeds, the driver's seed
+    arguments (``axes.seed_args``, the last ones) left out; a grid's own data seed kept."""
+    args = list(run.overrides)
+    # two, run seed and data seed, unless the grid set the data seed: the run seed alone
+    driver = 2 if args[-2:] == seed_args(run.seed, []) else 1
+    return ["--config", str(config_file(run.config)), *args[:-driver]]
+
+
+def _grids_data_seed(run: Run) -> bool:
+    """Whether ``run``'s grid sets its data seed apart from the run seed (an axis)."""
+    return any(a.startswith(DATA_SEED_ARG) for a in cell_args(run))
 
 
 class _Cells:
@@ -98,8 +109,7 @@ class _Cells:
                 )
             self.configs[run.config] = (str(path), hashlib.sha256(path.read_bytes()).hexdigest())
         path, contents = self.configs[run.config]
-        kept = [a for a in run.overrides if not a.startswith(SEED_ARGS)]
-        return ("--config", path, *kept, contents)
+        return ("--config", path, *cell_args(run)[2:], contents)
 
     def cell(self, run: Run, key: tuple[str, ...]) -> dict:
         """What ``run``'s cell builds: by a build of its own, or by its shape's first cell."""
@@ -134,6 +144,8 @@ class _Cells:
             "cost": float(cost),
             "digest": content_digest(content),
             "pack_key": pack_key(cli),
+            # a grid's own data seed (an axis), else None: the run seed decides the data
+            "data_seed": cli.config.data.init_args.seed if _grids_data_seed(run) else None,
             "val_metrics": [f"val/{m}" for m in cli.model.build_metrics()],
             "main": f"val/{cli.model.main_metric}",
         }
@@ -187,6 +199,8 @@ def check_cells(runs: list[Run], where: str, built: dict | None = None) -> list[
                 )
             cell["select_metric"] = metric
         identity = f"{cell['digest']}:{run.seed}"
+        if (data_seed := cell.pop("data_seed")) is not None:  # the grid's own, not the run's
+            identity += f":data seed {data_seed}"
         if run.select_from:  # what it computes: the value selected among these, so
             identity += f":select {run.select_axis} from {list(run.select_from)} by "
             identity += (

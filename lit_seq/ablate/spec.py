@@ -38,7 +38,7 @@ import itertools
 import re
 from pathlib import Path
 
-from lit_seq.ablate.axes import AXES, config_path
+from lit_seq.ablate.axes import AXES, config_path, seed_args
 from lit_seq.ablate.common import BadGrid, check_keys
 from lit_seq.ablate.runs import Run
 from lit_seq.ablate.select import check_select
@@ -261,9 +261,8 @@ def expand(spec: dict) -> list[Run]:
                     *_args(spec["overrides"]),
                     *_args(block["overrides"]),
                     *_args(run_args),
-                    f"--seed_everything={seed}",
-                    f"--data.init_args.seed={seed}",  # the data varies with the seed too
                 ]
+                overrides += seed_args(seed, overrides)
                 run = Run(
                     run_id=f"{run_cell}__seed={seed}",
                     block=block["name"],

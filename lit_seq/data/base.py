@@ -76,7 +76,10 @@ class SyntheticDataModule(L.LightningDataModule):
         n_val: validation examples.
         n_test: examples in each test set (the training length's and every gen length's).
         batch_size: examples per batch in every split.
-        seed: seed of the data generation and of the training shuffle order.
+        seed: seed of the data generation and of the training shuffle order. Default:
+            the fit's ``--seed_everything`` (0 outside a fit); set apart from it, the data
+            change and the initial weights do not (``--init_seed`` sets the weights' seed
+            apart; docs/grids.md, "The seed design").
         gen_factors: length-generalisation test sets at k x the training length, one per
             entry (integers >= 2, no repeats). Defaults to [2, 4]; [] disables them.
         curriculum: train on every length from the task's shortest valid one to its
@@ -105,7 +108,7 @@ class SyntheticDataModule(L.LightningDataModule):
         n_val: int = 500,
         n_test: int = 1000,
         batch_size: int = 64,
-        seed: int = 0,
+        seed: int | None = None,
         gen_factors: list[int] | None = None,
         curriculum: bool = False,
         sampling: Literal["fixed", "fresh"] = "fixed",
@@ -118,7 +121,8 @@ class SyntheticDataModule(L.LightningDataModule):
             # Two equal factors would log two test sets under the same metric prefix.
             raise ValueError(f"gen_factors must not repeat, got {gen_factors}")
         self.batch_size = check_int("batch_size", batch_size, 1)
-        self.seed = check_int("seed", seed, 0)
+        # None follows the run's seed: the fit sets it (lit_seq.fit.seeds.resolve_data_seed)
+        self.seed = 0 if seed is None else check_int("seed", seed, 0)
         self.gen_factors = gen_factors
         if not isinstance(curriculum, bool):
             raise ValueError(f"curriculum must be true or false, got {curriculum!r}")

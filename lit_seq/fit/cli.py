@@ -48,6 +48,7 @@ from lit_seq.fit.run_folder import (
     wandb_run_id,
 )
 from lit_seq.fit.scoring import RangeEval
+from lit_seq.fit.seeds import add_init_seed, initial_weights_rng, resolve_seeds, run_seed
 from lit_seq.fit.signals import StopOnSignal
 from lit_seq.fit.size_limit import check_size
 from lit_seq.fit.target import StopAtTarget, Target
@@ -134,6 +135,7 @@ class LitSeqCLI(LightningCLI):
             "error), so that an interrupted fit resumes from near where it stopped.",
         )
         parser.add_class_arguments(WandbOptions, "wandb", instantiate=False)
+        add_init_seed(parser)
         parser.add_class_arguments(Target, "target", instantiate=False)
         parser.add_class_arguments(RangeEval, "range_eval", instantiate=False)
         # the task decides the sizes; the model never has to be told them by hand
@@ -155,6 +157,8 @@ class LitSeqCLI(LightningCLI):
         seed = self.config.seed_everything
         if not isinstance(seed, bool):  # true: Lightning picks a seed
             checked(lambda: check_int("seed_everything", seed, 0, maximum=2**32 - 1))
+        if (init_seed := self.config.init_seed) is not None:
+            checked(lambda: check_int("init_seed", init_seed, 0, maximum=2**32 - 1))
         checked(lambda: check_trainer(self.config.trainer))
         # what the fit changes to make a setting run, each said in the header (print_header)
         self.notes = [note] if (note := fit_val_interval(self.config.trainer)) else []
@@ -166,11 +170,17 @@ class LitSeqCLI(LightningCLI):
         self.wandb_mode = resolve_wandb_mode(self.wandb.mode)
 
     def instantiate_classes(self) -> None:
-        check_size(self.parser, self.config)  # counted on the meta device: nothing allocated
-        super().instantiate_classes()
+        """Data, system and Trainer, the system's initial weights drawn from ``--init_seed``
+        and the data from ``--data.seed``, each the run's seed where unset (``fit.seeds``);
+        a model over the size limit refused first (counted on the meta device: nothing is
+        allocated and no random number drawn)."""
+        check_size(self.parser, self.config)
+        with initial_weights_rng(self.config.init_seed, run_seed(self.config)):
+            super().instantiate_classes()
 
     def instantiate_trainer(self, **kwargs) -> Trainer:
         # data and system are built by now: only a good configuration gets a run folder
+        self.seeds = resolve_seeds(self.config, self.datamodule)
         self._check_inputs()
         self._claim_run_folder()
         try:
@@ -264,7 +274,7 @@ class LitSeqCLI(LightningCLI):
                 wandb_logger.define_best({"val/loss": False, **best})
                 # the backbone by its name: a plug-in's own, where the config's arch is unused
                 arch = self.model.arch_name
-                wandb_logger.update_config({"arch_name": arch})
+                wandb_logger.update_config({"arch_name": arch, **self.seeds})
                 wandb_logger.update_summary({"params": self.model.num_parameters, "arch": arch})
                 loggers.append(wandb_logger)
         return loggers
@@ -274,6 +284,7 @@ class CheckCLI(LitSeqCLI):
     """Parses and builds data and system exactly as a fit does; no run folder, no Trainer."""
 
     def instantiate_trainer(self, **kwargs) -> None:
+        self.seeds = resolve_seeds(self.config, self.datamodule)
         check_pairing(self.datamodule, self.model)
         check_goals(self.config, self.model)
 

@@ -119,9 +119,11 @@ def fit_header(
     trainer,
     wandb: str,
     notes: list[str] | tuple[str, ...] = (),
+    seeds: dict | None = None,
 ) -> list[str]:
     """The few lines a fit prints before it trains: where, what, on what, and W&B; then a
-    line per setting the fit changed to make it run (``notes``)."""
+    line per setting the fit changed to make it run (``notes``). ``seeds``: the data and
+    initialisation seeds (``lit_seq.fit.seeds.resolve_seeds``), said after the data."""
     resumed = f" (resuming at step {resumed_step})" if resumed_step is not None else ""
     arch = system.arch_name  # a plug-in backbone's own name, and its class and options
     if getattr(system, "plugin", None) is not None:
@@ -129,11 +131,14 @@ def fit_header(
     lengths = ", ".join(map(str, datamodule.test_lengths))
     n_val, n_test = (getattr(datamodule, k, "?") for k in ("n_val", "n_test"))
     device = trainer.strategy.root_device
+    seed_line = [f"seeds: data {seeds['data_seed']}, initial weights {seeds['init_seed']}"]
+    seed_line = seed_line if seeds else []
     return [
         f"run folder: {run_dir}{resumed}",
         f"model: {type(system).__name__} / {arch}, {system.num_parameters:,} parameters",
         f"data: {datamodule.name}, {training_data(datamodule)}, {n_val} validation, "
         f"{n_test} per test set at lengths {lengths}",
+        *seed_line,
         f"device: {device.type}, precision {trainer.precision}, {trainer.max_steps} steps",
         f"W&B: {wandb}",
         *(f"note: {note}" for note in notes),

@@ -74,6 +74,7 @@ def print_header(cli: LitSeqCLI) -> None:
         trainer=cli.trainer,
         wandb=where,
         notes=cli.notes,
+        seeds=cli.seeds,
     )
     print("\n".join(lines), flush=True)
 
@@ -178,5 +179,6 @@ def fit_result(
         range_ood_longest=longest_past_training(curve, datamodule.train_length),
         chance=model.chance_level,
         context_floor=context_floors(datamodule, curve),
+        **cli.seeds,
         **fit_environment(trainer.strategy.root_device, trainer.precision),
     )
