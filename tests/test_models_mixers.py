@@ -1,0 +1,166 @@
+"""The mixers (mamba, linear_rnn, linear_attention): parallel form = step form in float64,
+causality, trailing padding, the docstrings' worked examples, populations and compile."""
+
+import math
+
+import pytest
+import torch
+from torch.func import functional_call, vmap
+
+from lit_seq.models import MIXERS, BackboneOptions, build_backbone
+from lit_seq.models.linear_attention import LinearAttention
+from lit_seq.models.linear_rnn import LinearRecurrence
+from lit_seq.models.mamba import ssm_recurrence
+from lit_seq.models.scan import linear_scan
+from lit_seq.models.stacking import stacked_members
+from lit_seq.population.stacked import stack_weights
+
+B, T, D = 2, 7, 8
+
+
+def make(arch: str, *, causal: bool = True, **overrides) -> torch.nn.Module:
+    options = dict(
+        d_model=D,
+        n_layers=2,
+        n_heads=2,
+        d_ff=16,
+        dropout=0.0,
+        pos_mode="sinusoidal",
+        pos_range=None,
+        residual=True,
+        bidirectional=False,
+    )
+    options = BackboneOptions(**{**options, **overrides})
+    return build_backbone(arch, options, causal=causal, max_len=32).eval()
+
+
+CASES = [("mamba", {}), ("mamba", {"d_state": 3}), ("linear_attention", {})] + [
+    ("linear_rnn", {"eigenvalues": e}) for e in ("positive", "signed")
+]
+IDS = [f"{a}-{'-'.join(map(str, o.values()))}" for a, o in CASES]
+
+
+@pytest.mark.parametrize(("arch", "overrides"), CASES, ids=IDS)
+def test_the_parallel_form_equals_the_step_form_in_float64(arch, overrides):
+    torch.manual_seed(0)
+    model = make(arch, **overrides).double()
+    x = torch.randn(B, T, D, dtype=torch.float64)
+    torch.testing.assert_close(model(x), model.recurrent(x), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("arch", MIXERS)
+def test_outputs_at_t_ignore_inputs_after_t(arch):
+    torch.manual_seed(0)
+    model = make(arch)
+    x = torch.randn(B, T, D)
+    t = 3
+    x2 = x.clone()
+    x2[:, t + 1 :] = torch.randn(B, T - t - 1, D)
+    y, y2 = model(x), model(x2)
+    torch.testing.assert_close(y[:, : t + 1], y2[:, : t + 1], rtol=0, atol=0)
+    assert not torch.allclose(y[:, t + 1 :], y2[:, t + 1 :])  # the test can fail
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("arch", MIXERS)
+def test_trailing_padding_changes_no_real_position(arch, causal):
+    torch.manual_seed(0)
+    model = make(arch, causal=causal)
+    x = torch.randn(B, T, D)
+    pad = torch.zeros(B, T, dtype=torch.bool)
+    pad[0, -3:] = True
+    longer = torch.cat([x, torch.randn(B, 4, D)], dim=1)
+    longer_pad = torch.cat([pad, torch.ones(B, 4, dtype=torch.bool)], dim=1)
+    real = ~pad
+    torch.testing.assert_close(model(longer, longer_pad)[:, :T][real], model(x, pad)[real])
+
+
+def test_non_causal_linear_attention_reads_the_future_and_the_recurrent_ones_do_not():
+    torch.manual_seed(0)
+    x = torch.randn(B, T, D)
+    x2 = x.clone()
+    x2[:, -1] = torch.randn(B, D)
+    for arch in MIXERS:
+        model = make(arch, causal=False)
+        sees = not torch.allclose(model(x)[:, 0], model(x2)[:, 0])
+        assert sees == (arch == "linear_attention"), arch
+
+
+def test_scan_worked_example():
+    a = torch.tensor([[0.5, -1.0, 2.0]])
+    b = torch.ones(1, 3)
+    assert linear_scan(a, b).tolist() == [[1.0, 0.0, 1.0]]
+
+
+def test_mamba_recurrence_worked_example():
+    # one channel, N = 1, A = -1, step ln 2 (decay 1/2), B = C = 1, u = [1, 1]
+    dt = torch.full((1, 2, 1), math.log(2.0), dtype=torch.float64)
+    ones = torch.ones(1, 2, 1, dtype=torch.float64)
+    y = ssm_recurrence(dt, -torch.ones(1, 1, dtype=torch.float64), ones, ones, ones)
+    assert y.flatten().tolist() == pytest.approx([math.log(2), 1.5 * math.log(2)])
+    assert y.flatten().tolist() == pytest.approx([0.693, 1.040], abs=5e-4)
+
+
+def _parity_recurrence(eigenvalues: str) -> LinearRecurrence:
+    """One channel: λ = 2 sigmoid(20 - 40 u) - 1 (about +1 on a 0, -1 on a 1), input u."""
+    mixer = LinearRecurrence(1, eigenvalues).double()
+    with torch.no_grad():
+        mixer.transition.weight.fill_(-40.0)
+        mixer.transition.bias.fill_(20.0)
+        mixer.in_proj.weight.fill_(1.0)
+        mixer.out_proj.weight.fill_(1.0)
+        mixer.out_proj.bias.zero_()
+        mixer.D.zero_()
+    return mixer
+
+
+def test_signed_linear_rnn_worked_example_tracks_parity_and_positive_does_not():
+    u = torch.tensor([1.0, 0.0, 1.0, 1.0], dtype=torch.float64).view(1, 4, 1)
+    signed = _parity_recurrence("signed")(u).flatten()
+    assert signed.tolist() == pytest.approx([1, 1, 0, 1], abs=1e-6)  # odd, odd, even, odd
+    # the same weights in (0, 1): λ = sigmoid(-20) ~ 0 on a 1 resets the state, never flips it
+    positive = _parity_recurrence("positive")(u).flatten()
+    assert positive.tolist() == pytest.approx([1, 1, 1, 1], abs=1e-6)
+
+
+def test_linear_attention_worked_example_is_the_running_mean():
+    attn = LinearAttention(1, 1).double()
+    with torch.no_grad():  # q = k = 0 -> phi = 1 everywhere; v = x; out = identity
+        attn.qkv.weight.copy_(torch.tensor([[0.0], [0.0], [1.0]]))
+        attn.qkv.bias.zero_()
+        attn.out_proj.weight.fill_(1.0)
+        attn.out_proj.bias.zero_()
+    v = torch.tensor([2.0, 4.0, 6.0], dtype=torch.float64).view(1, 3, 1)
+    assert attn(v).flatten().tolist() == pytest.approx([2, 3, 4], abs=1e-5)
+
+
+@pytest.mark.parametrize("arch", MIXERS)
+def test_a_stacked_member_computes_its_solo_forward_in_float64(arch):
+    """What a population does (``population.stacked``): K members' weights stacked, one
+    vmapped ``functional_call``; each member's output and gradient are its solo run's."""
+    torch.manual_seed(0)
+    members = [make(arch).double() for _ in range(3)]
+    stacked = {n: w.requires_grad_() for n, w in stack_weights(members).items()}
+    x = torch.randn(3, B, T, D, dtype=torch.float64)
+
+    def one(weights, xs):
+        return functional_call(members[0], weights, (xs,))
+
+    with stacked_members():
+        out = vmap(one, randomness="error")(stacked, x)
+    out.square().sum().backward()
+    for k, member in enumerate(members):
+        solo = member(x[k])
+        torch.testing.assert_close(out[k], solo, rtol=0, atol=1e-12)
+        solo.square().sum().backward()
+        for name, param in member.named_parameters():
+            torch.testing.assert_close(stacked[name].grad[k], param.grad, rtol=0, atol=1e-10)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("arch", MIXERS)
+def test_the_compiled_forward_equals_eager(arch):
+    torch.manual_seed(0)
+    model = make(arch)
+    x = torch.randn(B, T, D)
+    torch.testing.assert_close(torch.compile(model)(x), model(x), rtol=1e-5, atol=1e-5)
