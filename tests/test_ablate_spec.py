@@ -198,7 +198,8 @@ BAD = {
     ),
     "bad arch": (
         "name: g\nblocks:\n- {config: configs/echo/rnn.yaml, axes: {arch: [gru]}}\n",
-        "arch='gru' is not one of ['transformer', 'rnn', 'lstm']",
+        "arch='gru' is not one of ['transformer', 'rnn', 'lstm', 'mamba', 'linear_rnn', "
+        "'linear_attention']",
     ),
     "heads do not divide the width": (
         "name: g\nblocks:\n- {axes: {task: [echo], arch: [transformer], n_heads: [4, 5]}}\n",

@@ -14,6 +14,8 @@ from lit_seq.models.mamba import ssm_recurrence
 from lit_seq.models.scan import linear_scan
 from lit_seq.models.stacking import stacked_members
 from lit_seq.population.stacked import stack_weights
+from lit_seq.systems import SequenceClassification
+from tests.helpers import CONFIG_DIR, tiny_fit
 
 B, T, D = 2, 7, 8
 
@@ -164,3 +166,58 @@ def test_the_compiled_forward_equals_eager(arch):
     model = make(arch)
     x = torch.randn(B, T, D)
     torch.testing.assert_close(torch.compile(model)(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+# -- everywhere the product goes -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"arch": "lstm", "d_state": 8}, r"^d_state=8 only applies to arch='mamba', not 'lstm'$"),
+        (
+            {"arch": "mamba", "eigenvalues": "signed"},
+            r"^eigenvalues='signed' only applies to arch='linear_rnn', not 'mamba'$",
+        ),
+        (
+            {"arch": "linear_rnn", "bidirectional": True},
+            r"^bidirectional=True only applies to arch='rnn' or 'lstm', not 'linear_rnn'$",
+        ),
+        ({"arch": "mamba", "pos_mode": "rotary"}, r"^pos_mode='rotary' only applies to arch="),
+        ({"arch": "linear_rnn", "eigenvalues": "both"}, r"^eigenvalues='both' is not one of"),
+        ({"arch": "mamba", "d_state": 0}, r"^d_state must be an integer >= 1"),
+    ],
+)
+def test_an_option_the_arch_does_not_read_is_refused_in_one_line(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        SequenceClassification(out_features=2, **overrides)
+
+
+def test_a_mixer_reads_its_option_from_the_system():
+    mamba = SequenceClassification(out_features=2, arch="mamba", d_state=5).net.backbone
+    assert mamba.mixers[0].A_log.shape[-1] == 5
+    signed = SequenceClassification(out_features=2, arch="linear_rnn", eigenvalues="signed")
+    assert signed.net.backbone.mixers[0].signed
+
+
+@pytest.mark.parametrize("arch", MIXERS)
+def test_a_cls_readout_is_refused_where_the_first_position_sees_nothing_after_it(arch):
+    blind = arch != "linear_attention"  # the recurrences are causal even on a non-causal task
+    if blind:
+        with pytest.raises(ValueError, match="readout='cls' needs a backbone"):
+            SequenceClassification(out_features=2, arch=arch, readout="cls")
+    else:
+        SequenceClassification(out_features=2, arch=arch, readout="cls")
+
+
+KINDS = ["parity_check", "echo", "associative_recall", "deletang/reverse_string", "sum_mod"]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("task", KINDS)
+@pytest.mark.parametrize("arch", MIXERS)
+def test_every_mixer_trains_on_every_task_kind_and_its_record_names_it(tmp_path, arch, task):
+    """Classifier, per-step binary, causal per-step, Delétang transduction and sum_mod."""
+    result = tiny_fit(CONFIG_DIR / task / "lstm.yaml", tmp_path, f"--model.arch={arch}")
+    assert result.arch == arch
+    assert all(math.isfinite(v) for k, v in result.metrics.items() if k.endswith("/loss"))

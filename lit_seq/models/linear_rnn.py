@@ -89,7 +89,8 @@ class LinearRNNBackbone(nn.Module):
         d_ff: feed-forward width; None means 4 * d_model.
         eigenvalues: "positive" (λ in (0, 1)) or "signed" (λ in (-1, 1), Grazzi et al.).
         dropout: dropout on each sub-layer's output and inside the feed-forward.
-        causal: accepted for the shared interface; the model is causal either way.
+        causal: accepted for the shared interface; the model is causal either way (its
+            ``causal`` attribute is True).
     """
 
     arch = "linear_rnn"  # its key in BACKBONES
@@ -104,7 +105,8 @@ class LinearRNNBackbone(nn.Module):
         causal: bool = False,
     ) -> None:
         super().__init__()
-        self.causal = causal
+        # causal whatever the flag says: what a head reads (a [CLS] token first would be blind)
+        self.causal = True
         d_ff = 4 * d_model if d_ff is None else d_ff
         self.ln1 = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(n_layers))
         self.mixers = nn.ModuleList(LinearRecurrence(d_model, eigenvalues) for _ in range(n_layers))

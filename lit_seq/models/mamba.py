@@ -119,7 +119,8 @@ class MambaBackbone(nn.Module):
         n_layers: blocks.
         d_state: state size N of each inner channel (the paper's default, 16).
         dropout: dropout on each block's output.
-        causal: accepted for the shared interface; the model is causal either way.
+        causal: accepted for the shared interface; the model is causal either way (its
+            ``causal`` attribute is True).
     """
 
     arch = "mamba"  # its key in BACKBONES
@@ -135,7 +136,8 @@ class MambaBackbone(nn.Module):
         super().__init__()
         if d_state < 1:
             raise ValueError(f"d_state={d_state}; allowed: >= 1")
-        self.causal = causal
+        # causal whatever the flag says: what a head reads (a [CLS] token first would be blind)
+        self.causal = True
         self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(n_layers))
         self.mixers = nn.ModuleList(SelectiveSSM(d_model, d_state) for _ in range(n_layers))
         self.drop = nn.Dropout(dropout)
