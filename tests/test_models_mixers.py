@@ -7,6 +7,8 @@ import pytest
 import torch
 from torch.func import functional_call, vmap
 
+from lit_seq.bench import mixers as mixers_bench
+from lit_seq.fit import cli_main
 from lit_seq.models import MIXERS, BackboneOptions, build_backbone
 from lit_seq.models.linear_attention import LinearAttention
 from lit_seq.models.linear_rnn import LinearRecurrence
@@ -14,6 +16,7 @@ from lit_seq.models.mamba import ssm_recurrence
 from lit_seq.models.scan import linear_scan
 from lit_seq.models.stacking import stacked_members
 from lit_seq.population.stacked import stack_weights
+from lit_seq.population.train import fit_population
 from lit_seq.systems import SequenceClassification
 from tests.helpers import CONFIG_DIR, tiny_fit
 
@@ -221,3 +224,50 @@ def test_every_mixer_trains_on_every_task_kind_and_its_record_names_it(tmp_path,
     result = tiny_fit(CONFIG_DIR / task / "lstm.yaml", tmp_path, f"--model.arch={arch}")
     assert result.arch == arch
     assert all(math.isfinite(v) for k, v in result.metrics.items() if k.endswith("/loss"))
+
+
+@pytest.mark.integration
+def test_the_quick_mixers_bench_times_every_arch_against_the_lstm(tmp_path):
+    result = mixers_bench.run(quick=True, workdir=tmp_path)
+    rows = {row["arch"]: row for row in result["rows"]}
+    assert list(rows) == ["lstm", "transformer", *MIXERS]
+    assert rows["lstm"]["vs_lstm"] == 1.0
+    for arch in MIXERS:  # the mixer has the lstm's width and depth, and its own step time
+        assert (rows[arch]["d_model"], rows[arch]["n_layers"]) == (rows["lstm"]["d_model"], 1)
+        assert rows[arch]["vs_lstm"] == pytest.approx(
+            rows[arch]["step_ms"] / rows["lstm"]["step_ms"], abs=0.01
+        )
+        assert rows[arch]["passed"] == (rows[arch]["vs_lstm"] <= mixers_bench.GOAL)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", MIXERS)
+def test_a_population_member_trains_exactly_as_its_solo_run_in_float64(tmp_path, arch):
+    """The whole fit (``population.train``), not only the forward: 2 members at 2 rates."""
+
+    def args(run_dir, seed, lr):
+        return [
+            "--config",
+            str(CONFIG_DIR / "echo" / "lstm.yaml"),
+            f"--run_dir={run_dir}",
+            f"--seed_everything={seed}",
+            f"--model.arch={arch}",
+            f"--model.lr={lr}",
+            "--trainer.max_steps=12",
+            "--trainer.val_check_interval=6",
+            "--trainer.log_every_n_steps=1",
+            "--trainer.precision=64-true",
+            "--trainer.enable_progress_bar=false",
+            "--data.init_args.n_val=64",
+            "--data.init_args.n_test=64",
+            "--wandb=off",
+        ]
+
+    lrs = [0.01, 0.003]
+    outcomes = fit_population([args(tmp_path / f"m{k}", k, lrs[k]) for k in range(2)])
+    for k, outcome in enumerate(outcomes):
+        solo = cli_main(args(tmp_path / f"s{k}", k, lrs[k]))
+        assert outcome.steps == solo.steps
+        for key, value in solo.metrics.items():
+            assert outcome.metrics[key] == pytest.approx(value, abs=1e-10), key
