@@ -90,8 +90,8 @@ SECTIONS = {
     ),
     "mixers": (
         mixers.run,
-        ["task", "arch", "d_model", "n_layers", "params", "step_ms", "steps_per_s", "vs_lstm"]
-        + ["passed"],
+        ["task", "arch", "d_model", "n_layers", "params", "step_ms", "cpu_ms", "steps_per_s"]
+        + ["vs_lstm", "wall_vs_lstm", "passed"],
     ),
 }
 # section-level fields worth a line under the table
