@@ -48,7 +48,7 @@ BACKBONES: dict[str, Callable[..., nn.Module]] = {
     "linear_rnn": LinearRNNBackbone,
     "linear_attention": LinearAttentionBackbone,
 }
-# the backbones with a parallel and a step form, causal by construction (not SEQ2SEQ archs)
+# the sequence mixers (issue 40): a parallel and a step form each; none is a SEQ2SEQ arch
 MIXERS = ("mamba", "linear_rnn", "linear_attention")
 
 SEQ2SEQ: dict[str, Callable[..., nn.Module]] = {

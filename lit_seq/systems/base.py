@@ -127,8 +127,9 @@ class SequenceSystem(L.LightningModule):
                 every task; linear_attention reads every position on a non-causal one.
             d_model: Width of the embeddings and of the backbone's hidden state.
             n_layers: Number of transformer blocks or stacked recurrent layers.
-            n_heads: Attention heads (transformer only); must divide ``d_model``.
-            d_ff: Feed-forward width (transformer only); ``None`` means ``4 * d_model``.
+            n_heads: Attention heads (transformer, linear_attention); must divide ``d_model``.
+            d_ff: Feed-forward width (transformer, linear_rnn, linear_attention); ``None``
+                means ``4 * d_model``.
             dropout: Dropout probability inside the backbone.
             pos_mode: Positional encoding (transformer only): ``sinusoidal``, ``learnable``,
                 ``none``, ``rotary``, ``alibi``, ``relative`` or ``randomized``.
