@@ -10,20 +10,21 @@ What is built, per block (pre-norm, residual, a feed-forward after the mixer as 
     x = x + Dropout(W_out h_t + D * u_t)
     x = x + Dropout(FFN(LN(x)))
 
-Why selective (λ_t depends on the input) and real: Grazzi et al. prove that a diagonal
-linear RNN whose transitions are input-independent cannot track parity whatever their range,
-and that one whose input-dependent transitions stay in [0, 1] (Mamba, GLA, DeltaNet as
-published) cannot either; letting the same transitions reach -1 (their fix: 2x - 1 of the
-[0, 1] value, as here) makes parity expressible. Their experiments are on the selective
-models, so the comparison they make is exactly ``positive`` vs ``signed`` here, everything
+Why selective (λ_t depends on the input) and real: a transition that does not depend on
+the input applies the same λ after a 0 and after a 1, so it cannot flip the state on a 1
+only, whatever its range. Grazzi et al. prove that linear RNNs whose input-dependent
+diagonal transitions stay in [0, 1] (Mamba, GLA, DeltaNet as published) cannot solve parity
+in finite precision, and that letting the same transitions reach -1 (their fix: 2x - 1 of
+the [0, 1] value, as here) makes it solvable; their experiments are on such selective
+models. So the comparison they make is exactly ``positive`` vs ``signed`` here, everything
 else equal (same parameters, same init). A real λ is what their fix needs (a sign, not a
 rotation); the LRU's complex λ would blur that contrast.
 
 Parity in the signed model, worked (one channel): λ_t = -1 on a 1 and +1 on a 0, W_in u_t = 1
-on a 1 and 0 on a 0: the inputs 1, 0, 1, 1 give h = 1, 1, -1 + 1 = 0, 0 + 1 = 1, so h is the
-parity of the ones so far (``linear_scan``'s worked example is this arithmetic; a test runs
-this case through a block with those weights). A positive λ cannot flip a sign, so no choice
-of its weights does this.
+on a 1 and 0 on a 0: the inputs 1, 0, 1, 1 give h = 1, 1, -1 + 1 = 0, 0 + 1 = 1, the parity
+of the ones so far. A positive λ cannot flip a sign: the same weights there give λ ~ 0 on a
+1, which resets the state (h = 1, 1, 1, 1). A test runs both through ``LinearRecurrence``
+with weights that put λ within 1e-8 of those values.
 
 Two forms: ``forward`` (projections for all T at once, then ``scan.linear_scan``) and
 ``recurrent`` (one token at a time): equal in float64 (tests). Causal whatever ``causal``
