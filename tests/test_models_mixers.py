@@ -221,8 +221,9 @@ KINDS = ["parity_check", "echo", "associative_recall", "deletang/reverse_string"
 @pytest.mark.parametrize("arch", MIXERS)
 def test_every_mixer_trains_on_every_task_kind_and_its_record_names_it(tmp_path, arch, task):
     """Classifier, per-step binary, causal per-step, Delétang transduction and sum_mod."""
-    # Delétang's protocol scores every length up to 5 x 40: a short range here
-    short = ["--data.init_args.length=8", "--range_eval.max_factor=2", "--range_eval.n=32"]
+    # Delétang's protocol: width 256, every length up to 4 x 40 scored; small ones here
+    short = ["--model.d_model=32", "--data.init_args.length=8", "--range_eval.max_factor=2"]
+    short += ["--range_eval.n=32", "--data.init_args.n_val=64", "--data.init_args.n_test=64"]
     extra = short if task.startswith("deletang") else []
     result = tiny_fit(CONFIG_DIR / task / "lstm.yaml", tmp_path, f"--model.arch={arch}", *extra)
     assert result.arch == arch
