@@ -19,7 +19,8 @@ PARITY = str(REPO / "configs" / "parity_sum" / "transformer.yaml")
     [
         (
             ["--config", SIGNAL, "--model.arch=gru"],
-            r"arch='gru' is not one of \['transformer', 'rnn', 'lstm'\]",
+            r"arch='gru' is not one of \['transformer', 'rnn', 'lstm', 'mamba', 'linear_rnn', "
+            r"'linear_attention'\]",
         ),
         (["--config", SIGNAL, "--model.pos_mode=rotry"], r"pos_mode='rotry' is not one of"),
         (["--config", SIGNAL, "--model.readout=max"], r"readout='max' is not one of"),
@@ -248,7 +249,10 @@ def test_command_line_prints_one_line_and_exits_2(tmp_path):
     )
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert lines == ["lit_seq.fit: error: arch='gru' is not one of ['transformer', 'rnn', 'lstm']"]
+    assert lines == [
+        "lit_seq.fit: error: arch='gru' is not one of ['transformer', 'rnn', 'lstm', 'mamba', "
+        "'linear_rnn', 'linear_attention']"
+    ]
     assert "Traceback" not in result.stdout + result.stderr
 
 
@@ -256,7 +260,11 @@ def test_command_line_prints_one_line_and_exits_2(tmp_path):
     ("args", "expected"),
     [
         (["--model.optimizer=sgd"], r"^optimizer='sgd' is not one of \['adam', 'adamw'\]$"),
-        (["--model.arch=gru"], r"^arch='gru' is not one of \['transformer', 'rnn', 'lstm'\]$"),
+        (
+            ["--model.arch=gru"],
+            r"^arch='gru' is not one of \['transformer', 'rnn', 'lstm', 'mamba', 'linear_rnn', "
+            r"'linear_attention'\]$",
+        ),
         (["--checkpoint_every=0"], r"^checkpoint_every must be an integer >= 1, got 0$"),
         (["--wandb_config=[1, 2]"], r"wandb.config"),
         (

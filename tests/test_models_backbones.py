@@ -227,7 +227,7 @@ def test_rnn_is_tanh_rnn_and_lstm():
 
 def test_build_backbone_errors():
     with pytest.raises(
-        ValueError, match=r"arch='gru' is not one of \['transformer', 'rnn', 'lstm'\]"
+        ValueError, match=r"arch='gru' is not one of \['transformer', 'rnn', 'lstm', 'mamba', .*\]"
     ):
         make_backbone("gru")
     with pytest.raises(ValueError, match=r"d_model=8 .*n_heads=3"):

@@ -2,8 +2,8 @@
 
     python -m lit_seq.bench [--out FILE.json] [--sections overhead,datagen,...] [--quick]
 
-Sections: overhead, datagen, time_to_quality, grid, memory, utilisation, pack, pack_step
-(default: all). Prints one table per section and writes them all as JSON. ``--quick`` shrinks every step count to a
+Sections: overhead, datagen, time_to_quality, grid, memory, utilisation, pack, pack_step,
+mixers (default: all). Prints one table per section and writes them all as JSON. ``--quick`` shrinks every step count to a
 smoke run (about a minute; the numbers then mean nothing). A section that crashes is
 recorded with its error and the others still run; the exit code is then 1.
 
@@ -36,6 +36,7 @@ from lit_seq.bench import (  # noqa: E402
     datagen,
     grid,
     memory,
+    mixers,
     overhead,
     pack,
     pack_step,
@@ -86,6 +87,11 @@ SECTIONS = {
         pack_step.run,
         ["task", "arch", "k", "folded_ms", "looped_ms", "solo_ms", "folded_vs_looped"]
         + ["folded_vs_solo", "folded_ops", "looped_ops"],
+    ),
+    "mixers": (
+        mixers.run,
+        ["task", "arch", "d_model", "n_layers", "params", "step_ms", "cpu_ms", "steps_per_s"]
+        + ["vs_lstm", "wall_vs_lstm", "passed"],
     ),
 }
 # section-level fields worth a line under the table

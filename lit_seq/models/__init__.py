@@ -7,7 +7,9 @@ constructor only the arguments it takes, so one set of options (the CLI's, as on
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import inspect
 from collections.abc import Callable
 
 from torch import nn
@@ -17,6 +19,9 @@ from lit_seq.util.checks import check_choice
 from .alibi import ALiBiBias, alibi_slopes
 from .attention import AttentionPositions, MultiHeadAttention, PositionalEncoding, causal_mask
 from .heads import AppendedOutputHead, PerStepHead, SequenceClassifier
+from .linear_attention import LinearAttentionBackbone
+from .linear_rnn import EIGENVALUES, LinearRNNBackbone
+from .mamba import MambaBackbone
 from .options import BackboneOptions
 from .plugin import BackboneFactory, PluginBackbone
 from .positional import (
@@ -39,7 +44,12 @@ BACKBONES: dict[str, Callable[..., nn.Module]] = {
     "transformer": TransformerBackbone,
     "rnn": functools.partial(RecurrentBackbone, cell="rnn"),
     "lstm": functools.partial(RecurrentBackbone, cell="lstm"),
+    "mamba": MambaBackbone,
+    "linear_rnn": LinearRNNBackbone,
+    "linear_attention": LinearAttentionBackbone,
 }
+# the sequence mixers (issue 40): a parallel and a step form each; none is a SEQ2SEQ arch
+MIXERS = ("mamba", "linear_rnn", "linear_attention")
 
 SEQ2SEQ: dict[str, Callable[..., nn.Module]] = {
     "transformer": TransformerSeq2Seq,
@@ -62,6 +72,11 @@ def build_backbone(arch: str, options: BackboneOptions, *, causal: bool, max_len
     if arch == "transformer":
         kwargs.update(n_heads=o.n_heads, d_ff=o.d_ff, pos_mode=o.pos_mode, residual=o.residual)
         kwargs.update(max_len=max_len, pos_range=o.pos_range)
+    elif arch in MIXERS:
+        takes = inspect.signature(BACKBONES[arch]).parameters
+        kwargs.update(
+            {k: v for k, v in dataclasses.asdict(o).items() if k in takes.keys() - kwargs}
+        )
     else:
         kwargs.update(bidirectional=o.bidirectional)
     return BACKBONES[arch](**kwargs)
@@ -100,6 +115,8 @@ def count_parameters(module: nn.Module) -> int:
 __all__ = [
     "BACKBONES",
     "CELLS",
+    "EIGENVALUES",
+    "MIXERS",
     "POS_MODES",
     "READOUTS",
     "SEQ2SEQ",
@@ -112,6 +129,9 @@ __all__ = [
     "EncoderBlock",
     "FeedForward",
     "LearnablePositionalEncoding",
+    "LinearAttentionBackbone",
+    "LinearRNNBackbone",
+    "MambaBackbone",
     "MultiHeadAttention",
     "NoPositionalEncoding",
     "PerStepHead",

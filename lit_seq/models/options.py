@@ -26,6 +26,9 @@ class BackboneOptions:
             ``max_len`` the builder is given); the other encodings ignore it.
         residual: keep the residual connections (transformer only).
         bidirectional: read the sequence both ways (rnn/lstm backbones only).
+        d_state: state size N of each inner channel (mamba only).
+        eigenvalues: the range of the transitions, "positive" (0, 1) or "signed" (-1, 1)
+            (linear_rnn only).
     """
 
     d_model: int
@@ -37,3 +40,6 @@ class BackboneOptions:
     pos_range: int | None
     residual: bool
     bidirectional: bool
+    # the mixers' options, defaulted so that builders written before them still build
+    d_state: int = 16
+    eigenvalues: str = "positive"

@@ -57,6 +57,8 @@ class BackboneFactory(Protocol):
         pos_range: int | None,
         residual: bool,
         bidirectional: bool,
+        d_state: int,
+        eigenvalues: str,
     ) -> nn.Module: ...
 
 

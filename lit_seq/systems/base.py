@@ -18,6 +18,8 @@ from torchmetrics import MetricCollection
 
 from lit_seq.models import (
     BACKBONES,
+    EIGENVALUES,
+    MIXERS,
     POS_MODES,
     BackboneFactory,
     BackboneOptions,
@@ -67,6 +69,7 @@ Arch = Literal[tuple(BACKBONES)]
 PosMode = Literal[POS_MODES]
 Optimizer = Literal[tuple(OPTIMIZERS)]
 Schedule = Literal[SCHEDULES]
+Eigenvalues = Literal[EIGENVALUES]
 
 
 def check_optimizer_options(
@@ -119,6 +122,8 @@ class SequenceSystem(L.LightningModule):
         schedule: Schedule = "noam",
         warmup_steps: int = 100,
         backbone: BackboneFactory | None = None,
+        d_state: int = 16,
+        eigenvalues: Eigenvalues = "positive",
     ) -> None:
         """
         Args:
@@ -131,11 +136,15 @@ class SequenceSystem(L.LightningModule):
                 (``data_max_len``); a value given is kept, and refused if shorter than that.
             data_max_len: The data's longest sequence (its longest test set, with any
                 appended output). Linked from the data; no need to set it.
-            arch: Backbone: ``transformer``, ``rnn`` or ``lstm``.
+            arch: Backbone: ``transformer``, ``rnn``, ``lstm``, or a mixer (not for
+                seq2seq): ``mamba`` (selective state space), ``linear_rnn`` (diagonal linear
+                recurrence) or ``linear_attention``. mamba and linear_rnn are causal on
+                every task; linear_attention reads every position on a non-causal one.
             d_model: Width of the embeddings and of the backbone's hidden state.
             n_layers: Number of transformer blocks or stacked recurrent layers.
-            n_heads: Attention heads (transformer only); must divide ``d_model``.
-            d_ff: Feed-forward width (transformer only); ``None`` means ``4 * d_model``.
+            n_heads: Attention heads (transformer, linear_attention); must divide ``d_model``.
+            d_ff: Feed-forward width (transformer, linear_rnn, linear_attention); ``None``
+                means ``4 * d_model``.
             dropout: Dropout probability inside the backbone.
             pos_mode: Positional encoding (transformer only): ``sinusoidal``, ``learnable``,
                 ``none``, ``rotary``, ``alibi``, ``relative`` or ``randomized``.
@@ -157,6 +166,9 @@ class SequenceSystem(L.LightningModule):
                 as ``class_path`` + ``init_args`` (its own options) or an import path. It is
                 given the options above that its ``__init__`` names; one it does not name
                 must keep its default.
+            d_state: State size of each inner channel (``mamba`` only; the paper's 16).
+            eigenvalues: Range of the transitions (``linear_rnn`` only): ``positive``, in
+                (0, 1), or ``signed``, in (-1, 1), which Grazzi et al. (2025) find parity needs.
         """
         super().__init__()
         check_choice("arch", arch, BACKBONES)
@@ -182,6 +194,18 @@ class SequenceSystem(L.LightningModule):
         if arch != "transformer" and set_away:
             field, value = set_away[0]
             raise ValueError(f"{field}={value!r} only applies to arch='transformer', not {arch!r}")
+        check_int("d_state", d_state, 1)
+        check_choice("eigenvalues", eigenvalues, EIGENVALUES)
+        for field, value, default, reader in [
+            ("d_state", d_state, 16, "mamba"),
+            ("eigenvalues", eigenvalues, "positive", "linear_rnn"),
+        ]:
+            if value != default and arch != reader:
+                raise ValueError(f"{field}={value!r} only applies to arch={reader!r}, not {arch!r}")
+        if bidirectional and arch in MIXERS:
+            raise ValueError(
+                f"bidirectional=True only applies to arch='rnn' or 'lstm', not {arch!r}"
+            )
         # collects the subclass's arguments too: it walks up the chain of __init__ frames
         self.save_hyperparameters()
         # the length the network is built for, whether given or the data's: what builders,
@@ -198,6 +222,8 @@ class SequenceSystem(L.LightningModule):
             pos_range=pos_range,
             residual=residual,
             bidirectional=bidirectional,
+            d_state=d_state,
+            eigenvalues=eigenvalues,
         )
         # under LightningCLI the hyperparameters hold the config's own (plain) form of the
         # backbone; keep that form, also when a caller passed a class, for the checkpoints

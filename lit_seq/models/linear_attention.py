@@ -1,0 +1,152 @@
+"""Linear attention (Katharopoulos et al. 2020, "Transformers are RNNs"): (B, T, d) -> (B, T, d).
+
+Softmax attention's exp(q . k) replaced by a kernel phi(q) . phi(k) with phi(x) = elu(x) + 1
+(> 0, the paper's choice), so causal attention becomes a running sum::
+
+    y_t = phi(q_t)^T S_t / (phi(q_t) . z_t),   S_t = sum_{s<=t} phi(k_s) v_s^T,   z_t = sum_{s<=t} phi(k_s)
+
+Two forms compute it: ``forward`` (parallel: the masked (B, H, T, T) matrix phi(Q) phi(K)^T
+times V, row-normalised by its sums: matrix products, fast at the lengths here) and
+``recurrent`` (one token at a time, the state S (B, H, dh, dh) and z (B, H, dh)): equal in
+float64 (tests). Worked example, one head, dh = 1, phi(q) = phi(k) = 1 everywhere and
+v = [2, 4, 6]: y = [2, (2 + 4) / 2, (2 + 4 + 6) / 3] = [2, 3, 4], the running mean.
+
+The block is the transformer's (pre-LN, residual, feed-forward, final LayerNorm), with the
+transformer's default positions (sinusoidal, added to the input): without them the
+non-causal model would read a bag of tokens. ``causal=False`` attends to every real position
+with global sums (S and z over the whole sequence, padding left out); ``causal=True`` to the
+past only (trailing padding then never reaches a real position). Not an encoder-decoder
+arch (``SEQ2SEQ``).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .positional import SinusoidalPositionalEncoding
+from .transformer import FeedForward
+
+EPS = 1e-6  # keeps the normaliser off zero (phi > 0 already: elu + 1)
+
+
+def feature_map(x: Tensor) -> Tensor:
+    """phi(x) = elu(x) + 1, positive everywhere."""
+    return F.elu(x) + 1
+
+
+class LinearAttention(nn.Module):
+    """Multi-head linear attention: (B, T, d) -> (B, T, d); ``step`` for the causal form.
+
+    Args:
+        d_model: width d.
+        n_heads: heads H (must divide d_model).
+    """
+
+    def __init__(self, d_model: int, n_heads: int) -> None:
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
+        self.n_heads = n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def _heads(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """phi(q), phi(k), v of x (B, T, d), each (B, H, T, dh)."""
+        B, T, d = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
+        return feature_map(q), feature_map(k), v
+
+    def forward(self, x: Tensor, padding_mask: Tensor | None = None, causal: bool = True) -> Tensor:
+        """(B, T, d) -> (B, T, d); ``padding_mask`` (B, T) bool, True at padding."""
+        B, T, d = x.shape
+        q, k, v = self._heads(x)
+        if padding_mask is not None:  # padding is no key: phi(k) = 0 there
+            k = k.masked_fill(padding_mask[:, None, :, None], 0.0)
+        if causal:
+            scores = q @ k.transpose(-1, -2)  # (B, H, T, T), all > 0
+            scores = scores.tril()  # position t reads keys s <= t
+            y = (scores @ v) / (scores.sum(-1, keepdim=True) + EPS)
+        else:  # global sums: S and z over every real key
+            S = k.transpose(-1, -2) @ v  # (B, H, dh, dh)
+            z = k.sum(dim=2)  # (B, H, dh)
+            y = (q @ S) / ((q * z[:, :, None]).sum(-1, keepdim=True) + EPS)
+        return self.out_proj(y.transpose(1, 2).reshape(B, T, d))  # (B, T, d)
+
+    def init_state(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """The zero state for x (B, ..., d): S (B, H, dh, dh) and z (B, H, dh)."""
+        dh = x.shape[-1] // self.n_heads
+        return x.new_zeros(x.shape[0], self.n_heads, dh, dh), x.new_zeros(
+            x.shape[0], self.n_heads, dh
+        )
+
+    def step(self, x: Tensor, state: tuple[Tensor, Tensor]) -> tuple[Tensor, tuple]:
+        """One token of the causal form: x (B, d) and (S, z) -> (B, d) and the next state."""
+        S, z = state
+        q, k, v = (t[:, :, 0] for t in self._heads(x[:, None]))  # (B, H, dh) each
+        S = S + k[..., :, None] * v[..., None, :]  # (B, H, dh, dh)
+        z = z + k
+        y = (q[..., None, :] @ S)[..., 0, :] / ((q * z).sum(-1, keepdim=True) + EPS)
+        return self.out_proj(y.reshape(x.shape)), (S, z)
+
+
+class LinearAttentionBackbone(nn.Module):
+    """Sinusoidal positions, pre-LN linear-attention blocks, final LayerNorm.
+
+    Args:
+        d_model: width d.
+        n_layers: blocks.
+        n_heads: heads H; must divide d_model.
+        d_ff: feed-forward width; None means 4 * d_model.
+        dropout: dropout on the input and on each sub-layer's output, and inside the FFN.
+        causal: position t reads positions <= t; False: every real position (global sums).
+    """
+
+    arch = "linear_attention"  # its key in BACKBONES
+
+    def __init__(
+        self,
+        d_model: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 4,
+        d_ff: int | None = None,
+        dropout: float = 0.0,
+        causal: bool = False,
+    ) -> None:
+        super().__init__()
+        self.causal = causal
+        d_ff = 4 * d_model if d_ff is None else d_ff
+        self.pos = SinusoidalPositionalEncoding(d_model)
+        self.ln1 = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(n_layers))
+        self.attns = nn.ModuleList(LinearAttention(d_model, n_heads) for _ in range(n_layers))
+        self.ln2 = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(n_layers))
+        self.ffns = nn.ModuleList(FeedForward(d_model, d_ff, dropout) for _ in range(n_layers))
+        self.drop = nn.Dropout(dropout)
+        self.ln_f = nn.LayerNorm(d_model)
+
+    def _layers(self):
+        return zip(self.ln1, self.attns, self.ln2, self.ffns, strict=True)
+
+    def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
+        """(B, T, d) -> (B, T, d); ``padding_mask`` (B, T) bool, True at padding."""
+        x = self.drop(self.pos(x))
+        for ln1, attn, ln2, ffn in self._layers():
+            x = x + self.drop(attn(ln1(x), padding_mask, causal=self.causal))
+            x = x + self.drop(ffn(ln2(x)))
+        return self.ln_f(x)
+
+    def recurrent(self, x: Tensor) -> Tensor:
+        """The causal outputs one token at a time (the step form): (B, T, d) -> (B, T, d)."""
+        if not self.causal:
+            raise ValueError("recurrent() computes the causal form; this backbone has causal=False")
+        states = [attn.init_state(x) for attn in self.attns]
+        outputs = []
+        for t, x_t in enumerate(x.unbind(1)):
+            x_t = self.drop(self.pos(x_t[:, None], offset=t)[:, 0])
+            for k, (ln1, attn, ln2, ffn) in enumerate(self._layers()):
+                y, states[k] = attn.step(ln1(x_t), states[k])
+                x_t = x_t + self.drop(y)
+                x_t = x_t + self.drop(ffn(ln2(x_t)))
+            outputs.append(self.ln_f(x_t))
+        return torch.stack(outputs, dim=1)

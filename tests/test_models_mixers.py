@@ -1,0 +1,277 @@
+"""The mixers (mamba, linear_rnn, linear_attention): parallel form = step form in float64,
+causality, trailing padding, the docstrings' worked examples, populations and compile."""
+
+import math
+
+import pytest
+import torch
+from torch.func import functional_call, vmap
+
+from lit_seq.bench import mixers as mixers_bench
+from lit_seq.fit import cli_main
+from lit_seq.models import MIXERS, BackboneOptions, build_backbone
+from lit_seq.models.linear_attention import LinearAttention
+from lit_seq.models.linear_rnn import LinearRecurrence
+from lit_seq.models.mamba import ssm_recurrence
+from lit_seq.models.scan import linear_scan
+from lit_seq.models.stacking import stacked_members
+from lit_seq.population.stacked import stack_weights
+from lit_seq.population.train import fit_population
+from lit_seq.systems import SequenceClassification
+from tests.helpers import CONFIG_DIR, tiny_fit
+
+B, T, D = 2, 7, 8
+
+
+def make(arch: str, *, causal: bool = True, **overrides) -> torch.nn.Module:
+    options = dict(
+        d_model=D,
+        n_layers=2,
+        n_heads=2,
+        d_ff=16,
+        dropout=0.0,
+        pos_mode="sinusoidal",
+        pos_range=None,
+        residual=True,
+        bidirectional=False,
+    )
+    options = BackboneOptions(**{**options, **overrides})
+    return build_backbone(arch, options, causal=causal, max_len=32).eval()
+
+
+CASES = [("mamba", {}), ("mamba", {"d_state": 3}), ("linear_attention", {})] + [
+    ("linear_rnn", {"eigenvalues": e}) for e in ("positive", "signed")
+]
+IDS = [f"{a}-{'-'.join(map(str, o.values()))}" for a, o in CASES]
+
+
+@pytest.mark.parametrize(("arch", "overrides"), CASES, ids=IDS)
+def test_the_parallel_form_equals_the_step_form_in_float64(arch, overrides):
+    torch.manual_seed(0)
+    model = make(arch, **overrides).double()
+    x = torch.randn(B, T, D, dtype=torch.float64)
+    torch.testing.assert_close(model(x), model.recurrent(x), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("arch", MIXERS)
+def test_outputs_at_t_ignore_inputs_after_t(arch):
+    torch.manual_seed(0)
+    model = make(arch)
+    x = torch.randn(B, T, D)
+    t = 3
+    x2 = x.clone()
+    x2[:, t + 1 :] = torch.randn(B, T - t - 1, D)
+    y, y2 = model(x), model(x2)
+    torch.testing.assert_close(y[:, : t + 1], y2[:, : t + 1], rtol=0, atol=0)
+    assert not torch.allclose(y[:, t + 1 :], y2[:, t + 1 :])  # the test can fail
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("arch", MIXERS)
+def test_trailing_padding_changes_no_real_position(arch, causal):
+    torch.manual_seed(0)
+    model = make(arch, causal=causal)
+    x = torch.randn(B, T, D)
+    pad = torch.zeros(B, T, dtype=torch.bool)
+    pad[0, -3:] = True
+    longer = torch.cat([x, torch.randn(B, 4, D)], dim=1)
+    longer_pad = torch.cat([pad, torch.ones(B, 4, dtype=torch.bool)], dim=1)
+    real = ~pad
+    torch.testing.assert_close(model(longer, longer_pad)[:, :T][real], model(x, pad)[real])
+
+
+def test_non_causal_linear_attention_reads_the_future_and_the_recurrent_ones_do_not():
+    torch.manual_seed(0)
+    x = torch.randn(B, T, D)
+    x2 = x.clone()
+    x2[:, -1] = torch.randn(B, D)
+    for arch in MIXERS:
+        model = make(arch, causal=False)
+        sees = not torch.allclose(model(x)[:, 0], model(x2)[:, 0])
+        assert sees == (arch == "linear_attention"), arch
+
+
+def test_scan_worked_example():
+    a = torch.tensor([[0.5, -1.0, 2.0]])
+    b = torch.ones(1, 3)
+    assert linear_scan(a, b).tolist() == [[1.0, 0.0, 1.0]]
+
+
+def test_mamba_recurrence_worked_example():
+    # one channel, N = 1, A = -1, step ln 2 (decay 1/2), B = C = 1, u = [1, 1]
+    dt = torch.full((1, 2, 1), math.log(2.0), dtype=torch.float64)
+    ones = torch.ones(1, 2, 1, dtype=torch.float64)
+    y = ssm_recurrence(dt, -torch.ones(1, 1, dtype=torch.float64), ones, ones, ones)
+    assert y.flatten().tolist() == pytest.approx([math.log(2), 1.5 * math.log(2)])
+    assert y.flatten().tolist() == pytest.approx([0.693, 1.040], abs=5e-4)
+
+
+def _parity_recurrence(eigenvalues: str) -> LinearRecurrence:
+    """One channel: λ = 2 sigmoid(20 - 40 u) - 1 (about +1 on a 0, -1 on a 1), input u."""
+    mixer = LinearRecurrence(1, eigenvalues).double()
+    with torch.no_grad():
+        mixer.transition.weight.fill_(-40.0)
+        mixer.transition.bias.fill_(20.0)
+        mixer.in_proj.weight.fill_(1.0)
+        mixer.out_proj.weight.fill_(1.0)
+        mixer.out_proj.bias.zero_()
+        mixer.D.zero_()
+    return mixer
+
+
+def test_signed_linear_rnn_worked_example_tracks_parity_and_positive_does_not():
+    u = torch.tensor([1.0, 0.0, 1.0, 1.0], dtype=torch.float64).view(1, 4, 1)
+    signed = _parity_recurrence("signed")(u).flatten()
+    assert signed.tolist() == pytest.approx([1, 1, 0, 1], abs=1e-6)  # odd, odd, even, odd
+    # the same weights in (0, 1): λ = sigmoid(-20) ~ 0 on a 1 resets the state, never flips it
+    positive = _parity_recurrence("positive")(u).flatten()
+    assert positive.tolist() == pytest.approx([1, 1, 1, 1], abs=1e-6)
+
+
+def test_linear_attention_worked_example_is_the_running_mean():
+    attn = LinearAttention(1, 1).double()
+    with torch.no_grad():  # q = k = 0 -> phi = 1 everywhere; v = x; out = identity
+        attn.qkv.weight.copy_(torch.tensor([[0.0], [0.0], [1.0]]))
+        attn.qkv.bias.zero_()
+        attn.out_proj.weight.fill_(1.0)
+        attn.out_proj.bias.zero_()
+    v = torch.tensor([2.0, 4.0, 6.0], dtype=torch.float64).view(1, 3, 1)
+    assert attn(v).flatten().tolist() == pytest.approx([2, 3, 4], abs=1e-5)
+
+
+@pytest.mark.parametrize("arch", MIXERS)
+def test_a_stacked_member_computes_its_solo_forward_in_float64(arch):
+    """What a population does (``population.stacked``): K members' weights stacked, one
+    vmapped ``functional_call``; each member's output and gradient are its solo run's."""
+    torch.manual_seed(0)
+    members = [make(arch).double() for _ in range(3)]
+    stacked = {n: w.requires_grad_() for n, w in stack_weights(members).items()}
+    x = torch.randn(3, B, T, D, dtype=torch.float64)
+
+    def one(weights, xs):
+        return functional_call(members[0], weights, (xs,))
+
+    with stacked_members():
+        out = vmap(one, randomness="error")(stacked, x)
+    out.square().sum().backward()
+    for k, member in enumerate(members):
+        solo = member(x[k])
+        torch.testing.assert_close(out[k], solo, rtol=0, atol=1e-12)
+        solo.square().sum().backward()
+        for name, param in member.named_parameters():
+            torch.testing.assert_close(stacked[name].grad[k], param.grad, rtol=0, atol=1e-10)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("arch", MIXERS)
+def test_the_compiled_forward_equals_eager(arch):
+    torch.manual_seed(0)
+    model = make(arch)
+    x = torch.randn(B, T, D)
+    torch.testing.assert_close(torch.compile(model)(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+# -- everywhere the product goes -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"arch": "lstm", "d_state": 8}, r"^d_state=8 only applies to arch='mamba', not 'lstm'$"),
+        (
+            {"arch": "mamba", "eigenvalues": "signed"},
+            r"^eigenvalues='signed' only applies to arch='linear_rnn', not 'mamba'$",
+        ),
+        (
+            {"arch": "linear_rnn", "bidirectional": True},
+            r"^bidirectional=True only applies to arch='rnn' or 'lstm', not 'linear_rnn'$",
+        ),
+        ({"arch": "mamba", "pos_mode": "rotary"}, r"^pos_mode='rotary' only applies to arch="),
+        ({"arch": "linear_rnn", "eigenvalues": "both"}, r"^eigenvalues='both' is not one of"),
+        ({"arch": "mamba", "d_state": 0}, r"^d_state must be an integer >= 1"),
+    ],
+)
+def test_an_option_the_arch_does_not_read_is_refused_in_one_line(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        SequenceClassification(out_features=2, **overrides)
+
+
+def test_a_mixer_reads_its_option_from_the_system():
+    mamba = SequenceClassification(out_features=2, arch="mamba", d_state=5).net.backbone
+    assert mamba.mixers[0].A_log.shape[-1] == 5
+    signed = SequenceClassification(out_features=2, arch="linear_rnn", eigenvalues="signed")
+    assert signed.net.backbone.mixers[0].signed
+
+
+@pytest.mark.parametrize("arch", MIXERS)
+def test_a_cls_readout_is_refused_where_the_first_position_sees_nothing_after_it(arch):
+    blind = arch != "linear_attention"  # the recurrences are causal even on a non-causal task
+    if blind:
+        with pytest.raises(ValueError, match="readout='cls' needs a backbone"):
+            SequenceClassification(out_features=2, arch=arch, readout="cls")
+    else:
+        SequenceClassification(out_features=2, arch=arch, readout="cls")
+
+
+KINDS = ["parity_check", "echo", "associative_recall", "deletang/reverse_string", "sum_mod"]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("task", KINDS)
+@pytest.mark.parametrize("arch", MIXERS)
+def test_every_mixer_trains_on_every_task_kind_and_its_record_names_it(tmp_path, arch, task):
+    """Classifier, per-step binary, causal per-step, Delétang transduction and sum_mod."""
+    # Delétang's protocol: width 256, every length up to 4 x 40 scored; small ones here
+    short = ["--model.d_model=32", "--data.init_args.length=8", "--range_eval.max_factor=2"]
+    short += ["--range_eval.n=32", "--data.init_args.n_val=64", "--data.init_args.n_test=64"]
+    extra = short if task.startswith("deletang") else []
+    result = tiny_fit(CONFIG_DIR / task / "lstm.yaml", tmp_path, f"--model.arch={arch}", *extra)
+    assert result.arch == arch
+    assert all(math.isfinite(v) for k, v in result.metrics.items() if k.endswith("/loss"))
+
+
+@pytest.mark.integration
+def test_the_quick_mixers_bench_times_every_arch_against_the_lstm(tmp_path):
+    result = mixers_bench.run(quick=True, workdir=tmp_path)
+    rows = {row["arch"]: row for row in result["rows"]}
+    assert list(rows) == ["lstm", "transformer", *MIXERS]
+    assert rows["lstm"]["vs_lstm"] == 1.0
+    for arch in MIXERS:  # the mixer has the lstm's width and depth, and its own step time
+        assert (rows[arch]["d_model"], rows[arch]["n_layers"]) == (rows["lstm"]["d_model"], 1)
+        assert rows[arch]["vs_lstm"] == pytest.approx(
+            rows[arch]["cpu_ms"] / rows["lstm"]["cpu_ms"], abs=0.01
+        )
+        assert rows[arch]["passed"] == (rows[arch]["vs_lstm"] <= mixers_bench.GOAL)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", MIXERS)
+def test_a_population_member_trains_exactly_as_its_solo_run_in_float64(tmp_path, arch):
+    """The whole fit (``population.train``), not only the forward: 2 members at 2 rates."""
+
+    def args(run_dir, seed, lr):
+        return [
+            "--config",
+            str(CONFIG_DIR / "echo" / "lstm.yaml"),
+            f"--run_dir={run_dir}",
+            f"--seed_everything={seed}",
+            f"--model.arch={arch}",
+            f"--model.lr={lr}",
+            "--trainer.max_steps=12",
+            "--trainer.val_check_interval=6",
+            "--trainer.log_every_n_steps=1",
+            "--trainer.precision=64-true",
+            "--trainer.enable_progress_bar=false",
+            "--data.init_args.n_val=64",
+            "--data.init_args.n_test=64",
+            "--wandb=off",
+        ]
+
+    lrs = [0.01, 0.003]
+    outcomes = fit_population([args(tmp_path / f"m{k}", k, lrs[k]) for k in range(2)])
+    for k, outcome in enumerate(outcomes):
+        solo = cli_main(args(tmp_path / f"s{k}", k, lrs[k]))
+        assert outcome.steps == solo.steps
+        for key, value in solo.metrics.items():
+            assert outcome.metrics[key] == pytest.approx(value, abs=1e-10), key
