@@ -26,6 +26,9 @@ class BackboneOptions:
             ``max_len`` the builder is given); the other encodings ignore it.
         residual: keep the residual connections (transformer only).
         bidirectional: read the sequence both ways (rnn/lstm backbones only).
+        norm: "pre" or "post" LayerNorm in the transformer's blocks (transformer only).
+        embed_scale: scale the transformer's input by sqrt(d_model) (transformer only).
+        forget_bias: added to the LSTM forget gate's bias at initialisation (lstm only).
     """
 
     d_model: int
@@ -37,3 +40,6 @@ class BackboneOptions:
     pos_range: int | None
     residual: bool
     bidirectional: bool
+    norm: str
+    embed_scale: bool
+    forget_bias: float
