@@ -5,7 +5,8 @@
 
 The run folder's ``config.yaml`` rebuilds the data module (with the lengths and seed asked
 for) and the checkpoint the system (its own hyperparameters and weights: a run folder's
-best checkpoint unless a file is named). Every test set, the training length and ``k x`` it
+best checkpoint unless a file is named, or its last one when its record scored the final
+parameters, ``score_weights: last``). Every test set, the training length and ``k x`` it
 per gen factor, is scored by the system's own metrics (``SequenceSystem.test_metrics_for``,
 ``lit_seq.fit.scoring.score``: what ``metrics.json`` means by the same key); with
 ``--range_eval.max_factor`` the accuracy-vs-length curve too. The result goes to
@@ -36,6 +37,7 @@ from lit_seq.fit.scoring import (
     past_training_means,
     score,
 )
+from lit_seq.record import FitResult
 from lit_seq.util.checks import BadInput
 from lit_seq.util.io import atomic_write_json
 from lit_seq.util.runtime import quiet_libraries
@@ -43,12 +45,22 @@ from lit_seq.util.runtime import quiet_libraries
 CONFIG_FILE = "config.yaml"  # in a run folder: written by lit_seq.fit
 
 
+def _scored_last(run_dir: Path) -> bool:
+    """Whether the run's record scored its final parameters (``score_weights: last``)."""
+    try:
+        return FitResult.read(run_dir).score_weights == "last"
+    except (OSError, ValueError, TypeError):  # no record yet: the best checkpoint
+        return False
+
+
 def find_run(path: Path) -> tuple[Path, Path]:
-    """(run folder, checkpoint) of ``path``: a run folder (its best checkpoint, else
-    ``last.ckpt``) or a checkpoint file in one; BadInput if it is neither."""
+    """(run folder, checkpoint) of ``path``: a run folder (the checkpoint its record scored:
+    its best, or ``last.ckpt``) or a checkpoint file in one; BadInput if it is neither."""
     path = Path(path)
     if path.is_dir():
         best = sorted((path / CHECKPOINTS).glob("best-*.ckpt"))
+        if _scored_last(path):
+            best = []
         checkpoint = best[-1] if best else path / CHECKPOINTS / LAST
         if not checkpoint.is_file():
             raise BadInput(f"run={str(path)!r} holds no checkpoint in {CHECKPOINTS}/")

@@ -7,6 +7,7 @@ constructors (what a grid runs on every cell before anything trains).
 
 import shlex
 from pathlib import Path
+from typing import Literal
 
 import torch
 from jsonargparse import ArgumentError, DefaultHelpFormatter
@@ -176,6 +177,14 @@ class LitSeqCLI(LightningCLI):
             default=50,
             help="Save checkpoints/last.ckpt every this many optimizer steps (and on an "
             "error), so that an interrupted fit resumes from near where it stopped.",
+        )
+        parser.add_argument(
+            "--score_weights",
+            type=Literal["best", "last"],
+            default="best",
+            help="The weights the test sets, validation scores and range evaluation score: "
+            "best (the lowest val/loss checkpoint) or last (the final parameters, as Delétang "
+            "et al. 2023). The record says which (score_weights).",
         )
         parser.add_class_arguments(Target, "target", instantiate=False)
         parser.add_class_arguments(RangeEval, "range_eval", instantiate=False)
