@@ -10,7 +10,9 @@ import pytest
 import torch
 from torch import nn
 
+from lit_seq.ablate.grid import config_digest
 from lit_seq.evaluate import find_run
+from lit_seq.fit import check_config
 from lit_seq.models import (
     AppendedOutputHead,
     EncoderBlock,
@@ -245,3 +247,20 @@ def test_score_weights_last_scores_the_final_parameters_and_the_record_says_so(t
     assert torch.load(last.last_checkpoint, weights_only=True)["global_step"] == 9
     assert find_run(tmp_path / "last")[1].name == "last.ckpt"
     assert find_run(tmp_path / "best")[1].name == "best-step=6.ckpt"
+
+
+def test_the_new_options_at_their_defaults_leave_a_grid_runs_digest_as_it_was():
+    """A grid folder made before these options existed stays resumable (``config_digest``)."""
+    config = check_config(["--config", str(CONFIG_DIR / "echo" / "lstm.yaml")]).config
+    now = config_digest(config)
+    before = config.clone()  # the config as parsed before the options existed
+    del before["score_weights"]
+    for key in ("norm", "embed_scale", "forget_bias", "input_embedding", "readout_relu"):
+        del before.model.init_args[key]
+    assert config_digest(before) == now
+    changed = config.clone()
+    changed.model.init_args["forget_bias"] = 1.0  # set: the run computes otherwise
+    assert config_digest(changed) != now
+    changed = config.clone()
+    changed["score_weights"] = "last"
+    assert config_digest(changed) != now
