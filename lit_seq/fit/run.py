@@ -12,7 +12,7 @@ from pathlib import Path
 from lightning.pytorch import Trainer
 
 from lit_seq.fit.callbacks import TrainTimer
-from lit_seq.fit.checkpoints import CHECKPOINTS, LAST
+from lit_seq.fit.checkpoints import CHECKPOINTS, LAST, EarlyLast
 from lit_seq.fit.cli import LitSeqCLI, build_cli
 from lit_seq.fit.header import fit_header
 from lit_seq.fit.scoring import (
@@ -104,7 +104,7 @@ def _fit_and_test(cli: LitSeqCLI) -> FitResult:
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
     last = Path(cli.run_dir) / CHECKPOINTS / LAST
     if cli.config.score_weights == "last":  # last.ckpt: the final parameters, whatever the step
-        trainer.save_checkpoint(last, weights_only=False)
+        next(c for c in trainer.callbacks if isinstance(c, EarlyLast)).save_final(trainer)
     trained = Trained(trainer.global_step, timer.seconds, timer.steps)
     return test_and_record(cli, best, trained, last=str(last))
 
