@@ -6,9 +6,11 @@
 
 The run folder's ``config.yaml`` rebuilds the data module (with the lengths and seed asked
 for) and the checkpoint the system (its own hyperparameters and weights, refused unless they
-fit it). A run folder's checkpoint is its best one (the one ``metrics.json`` names, looked up
-in the folder's own ``checkpoints/`` so that a moved run still works; else its ``best-*``
-file of the latest step; else ``last.ckpt``) or, with ``--checkpoint last``, ``last.ckpt``.
+fit it). A run folder's checkpoint is the one its record scored (``--checkpoint scored``, the
+default): its best one unless the record scored the final parameters (``score_weights:
+last``); ``--checkpoint best`` is the best one (the one ``metrics.json`` names, looked up in
+the folder's own ``checkpoints/`` so that a moved run still works; else its ``best-*`` file of
+the latest step; else ``last.ckpt``) and ``--checkpoint last`` is ``last.ckpt``.
 Every test set, the training length and ``k x`` it per gen factor, is scored by the system's
 own metrics (``SequenceSystem.test_metrics_for``, ``lit_seq.fit.scoring.score``: what
 ``metrics.json`` means by the same key); with ``--range_eval.max_factor`` the
@@ -51,7 +53,15 @@ from lit_seq.util.io import atomic_write_json
 from lit_seq.util.runtime import quiet_libraries
 
 CONFIG_FILE = "config.yaml"  # in a run folder: written by lit_seq.fit
-WHICH = ("best", "last")  # a run folder's checkpoint to load
+WHICH = ("scored", "best", "last")  # a run folder's checkpoint to load
+
+
+def _scored_last(run_dir: Path) -> bool:
+    """Whether the run's record scored its final parameters (``score_weights: last``)."""
+    try:
+        return FitResult.read(run_dir).score_weights == "last"
+    except (OSError, ValueError, TypeError):  # no record yet: the best checkpoint
+        return False
 
 
 def _best(run_dir: Path) -> Path | None:
@@ -68,11 +78,14 @@ def _best(run_dir: Path) -> Path | None:
     return found[-1] if found else None
 
 
-def find_run(path: Path, which: str = "best") -> tuple[Path, Path]:
-    """(run folder, checkpoint) of ``path``: a run folder (``which``: its best checkpoint,
-    else ``last.ckpt``; or ``last.ckpt``) or a checkpoint file in one; BadInput if neither."""
+def find_run(path: Path, which: str = "scored") -> tuple[Path, Path]:
+    """(run folder, checkpoint) of ``path``: a run folder (``which``: ``scored``, the one its
+    record scored, its best unless ``score_weights: last``; ``best``, its best checkpoint, else
+    ``last.ckpt``; ``last``) or a checkpoint file in one; BadInput if it is neither."""
     path = Path(path)
     if path.is_dir():
+        if which == "scored":
+            which = "last" if _scored_last(path) else "best"
         best = _best(path) if which == "best" else None
         checkpoint = best or path / CHECKPOINTS / LAST
         if not checkpoint.is_file():
@@ -131,7 +144,7 @@ def evaluate(
     data_seed: int | None = None,
     range_eval: RangeEval | None = None,
     tag: str | None = None,
-    which: str = "best",
+    which: str = "scored",
 ) -> tuple[Path, dict]:
     """Score ``run`` (a run folder, its ``which`` checkpoint, or a checkpoint); write and
     return (its file, the result)."""
@@ -218,8 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--checkpoint",
         choices=WHICH,
-        default="best",
-        help="a run folder's checkpoint: best (lowest val/loss; last.ckpt if none) or last",
+        default="scored",
+        help="a run folder's checkpoint: scored (the one its record scored: best, or last "
+        "with score_weights last), best (lowest val/loss; last.ckpt if none) or last",
     )
     parser.add_argument(
         "--gen_factors",

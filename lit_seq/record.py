@@ -59,12 +59,15 @@ class FitResult:
     train_seconds: float | None = None  # wall seconds of training, summed over resumes
     samples_per_second: float | None = None
     best_checkpoint: str = ""
+    # the weights every score below is of: "best" (the checkpoint of the lowest val/loss) or
+    # "last" (the final parameters); records made before the choice existed are "best"
+    score_weights: str = "best"
     last_checkpoint: str = ""
     run_dir: str = ""
     wandb_run: str = ""  # entity/project/id online, the run's folder offline
     wandb_error: str = ""  # what went wrong with W&B, if anything (offline instead, or no W&B)
     metrics: dict[str, float] = field(default_factory=dict)  # test/acc, test_len40/acc, ...
-    # validation of the tested (best) checkpoint: what a grid selects learning rates on
+    # validation of the tested weights (score_weights): what a grid selects learning rates on
     val_metrics: dict[str, float] = field(default_factory=dict)  # val/acc, val/loss, ...
     target: str = ""  # the fit's target (``val/acc>=0.99 x1``), "" when it had none
     target_reached: bool | None = None  # None: no target

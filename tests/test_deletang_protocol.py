@@ -258,11 +258,21 @@ def test_the_empty_token_follows_the_real_tokens_of_a_padded_sequence():
     assert none is None and unpadded[:, 3, 0].tolist() == [token, token]
 
 
-@pytest.mark.parametrize("arch", ["rnn", "transformer"])
-def test_the_losses_vmap_over_a_population(arch):
+FAITHFUL = {  # Delétang et al.'s own models (configs/deletang)
+    "rnn": dict(input_embedding=False, readout_relu=True),
+    "lstm": dict(input_embedding=False, readout_relu=True, forget_bias=1.0),
+    "transformer": dict(norm="post", embed_scale=True),
+}
+
+
+@pytest.mark.parametrize(
+    "arch, faithful",
+    [("rnn", False), ("transformer", False), ("rnn", True), ("lstm", True), ("transformer", True)],
+)
+def test_the_losses_vmap_over_a_population(arch, faithful):
     """No boolean indexing, no data-dependent shapes: K members' losses are one vmap."""
     torch.manual_seed(0)
-    options = dict(arch=arch, n_heads=2, dropout=0.0)
+    options = dict(arch=arch, n_heads=2, dropout=0.0, **(FAITHFUL[arch] if faithful else {}))
     members = [transduction(**options) for _ in range(2)]
     batch = stack_batch()
     stacked = {k: torch.stack([v, v]) for k, v in batch.items()}
@@ -414,8 +424,13 @@ def test_deletang_configs_build_their_networks_and_protocol(config):
     assert yaml.safe_load(config.read_text())["trainer"]["gradient_clip_val"] == 1.0
     if hp.arch == "transformer":
         assert (hp.d_model, hp.n_layers, hp.n_heads, hp.d_ff, hp.dropout) == (64, 5, 8, 256, 0.1)
+        assert (hp.norm, hp.embed_scale) == ("post", True)  # their post-LN, sqrt(d) inputs
     else:
         assert (hp.d_model, hp.n_layers) == (256, 1)
+        # their RNN / LSTM: the one-hot input itself, a ReLU before the readout, haiku's LSTM
+        assert (hp.input_embedding, hp.readout_relu) == (False, True)
+        assert hp.forget_bias == (1.0 if hp.arch == "lstm" else 0.0)
+    assert built.config.score_weights == "last"  # their score is of the final parameters
     if data.task_kind == "classification":
         assert hp.readout == "empty" and hp.label_smoothing == 0.0
     else:

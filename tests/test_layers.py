@@ -25,7 +25,6 @@ LAYERS = {
     "report": 7,
     "evaluate": 7,
     "compare": 7,
-    "positions": 7,
     "bench": 7,
 }
 # same layer, still independent of each other (SPEC: models | data)

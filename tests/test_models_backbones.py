@@ -39,6 +39,11 @@ def make_backbone(arch: str, *, causal: bool = False, max_len: int = 32, **overr
         pos_range=None,
         residual=True,
         bidirectional=False,
+        norm="pre",
+        embed_scale=False,
+        forget_bias=0.0,
+        d_state=16,
+        eigenvalues="positive",
     )
     options = BackboneOptions(**{**options, **overrides})
     return build_backbone(arch, options, causal=causal, max_len=max_len).eval()

@@ -34,6 +34,11 @@ def make(arch: str, *, causal: bool = True, **overrides) -> torch.nn.Module:
         pos_range=None,
         residual=True,
         bidirectional=False,
+        norm="pre",
+        embed_scale=False,
+        forget_bias=0.0,
+        d_state=16,
+        eigenvalues="positive",
     )
     options = BackboneOptions(**{**options, **overrides})
     return build_backbone(arch, options, causal=causal, max_len=32).eval()
@@ -184,7 +189,7 @@ def test_the_compiled_forward_equals_eager(arch):
         ),
         (
             {"arch": "linear_rnn", "bidirectional": True},
-            r"^bidirectional=True only applies to arch='rnn' or 'lstm', not 'linear_rnn'$",
+            r"^bidirectional=True only applies to arch='rnn' or arch='lstm', not 'linear_rnn'$",
         ),
         ({"arch": "mamba", "pos_mode": "rotary"}, r"^pos_mode='rotary' only applies to arch="),
         ({"arch": "linear_rnn", "eigenvalues": "both"}, r"^eigenvalues='both' is not one of"),

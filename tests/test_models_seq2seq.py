@@ -30,6 +30,11 @@ def make_seq2seq(arch: str, *, share_embeddings: bool = True, **overrides):
         pos_range=None,
         residual=True,
         bidirectional=False,
+        norm="pre",
+        embed_scale=False,
+        forget_bias=0.0,
+        d_state=16,
+        eigenvalues="positive",
     )
     options = BackboneOptions(**{**options, **overrides})
     model = build_seq2seq(
@@ -128,6 +133,11 @@ def random_decoder_case(pos_mode: str, residual: bool, share: bool):
         pos_range=None,
         residual=residual,
         bidirectional=False,
+        norm="pre",
+        embed_scale=False,
+        forget_bias=0.0,
+        d_state=16,
+        eigenvalues="positive",
     )
     model = build_seq2seq(
         "transformer", options, vocab_size=16, max_len=32, share_embeddings=share

@@ -32,6 +32,25 @@ NOT_COMPUTED += ("seed_everything",)  # a run's seed enters its digest on its ow
 NOT_COMPUTED_TRAINER = ("accelerator", "devices", "precision", "enable_model_summary")
 
 
+# options added after run digests existed, at the default that keeps the old behaviour:
+# left out of a digest as a None is, so a folder made before them stays resumable
+ADDED_DEFAULTS = {"score_weights": "best"}
+ADDED_MODEL_DEFAULTS = {"norm": "pre", "embed_scale": False, "forget_bias": 0.0}
+ADDED_MODEL_DEFAULTS |= {"input_embedding": True, "readout_relu": False}
+ADDED_MODEL_DEFAULTS |= {"d_state": 16, "eigenvalues": "positive"}  # the mixers' (issue 40)
+
+
+def _without_added_defaults(content: dict) -> dict:
+    """``content`` without the options of ``ADDED_DEFAULTS`` (top level) and
+    ``ADDED_MODEL_DEFAULTS`` (``model.init_args``) that are at those defaults."""
+    init_args = (content.get("model") or {}).get("init_args") or {}
+    for section, added in [(content, ADDED_DEFAULTS), (init_args, ADDED_MODEL_DEFAULTS)]:
+        for key, default in added.items():
+            if key in section and section[key] == default:
+                del section[key]
+    return content
+
+
 def _without_nulls(value):
     """``value`` with every ``None`` entry of its dicts left out, at any depth."""
     if isinstance(value, dict):
@@ -43,7 +62,7 @@ def _without_nulls(value):
 
 def config_content(config) -> dict:
     """A parsed fit configuration as what it computes: what :func:`config_digest` hashes."""
-    content = config.clone().as_dict()
+    content = _without_added_defaults(config.clone().as_dict())
     data = content.get("data", {}).get("init_args", {})
     if data.get("seed") is None:  # follows the run seed, which enters on its own; counted as
         data["seed"] = 0  # 0, the field's default before, so older folders' digests stay
@@ -67,7 +86,8 @@ def config_digest(config) -> str:
     """A hash of a parsed fit configuration's contents: what the run will compute.
 
     Options left at ``None`` do not count: an option a later version adds with a ``None``
-    default (the old behaviour) leaves every digest, hence a resumable folder, as it was.
+    default (the old behaviour) leaves every digest, hence a resumable folder, as it was; so
+    do the options of ``ADDED_DEFAULTS`` at their defaults.
     """
     return content_digest(_without_nulls(config_content(config)))
 

@@ -323,6 +323,11 @@ class EarlyLast(L.Callback):
             with contextlib.suppress(Exception):  # the error being raised is the one to tell
                 self._save(trainer)
 
+    def save_final(self, trainer: L.Trainer) -> None:
+        """After the fit: ``last.ckpt`` at the final step, unless one was saved there already
+        (overwriting that would change what a resume from it restores)."""
+        self._save(trainer)
+
     def _save(self, trainer: L.Trainer) -> None:
         if trainer.global_step > 0 and self._saved_step != trainer.global_step:
             trainer.save_checkpoint(self.last_checkpoint, weights_only=False)

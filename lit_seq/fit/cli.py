@@ -7,6 +7,7 @@ constructors (what a grid runs on every cell before anything trains).
 
 import shlex
 from pathlib import Path
+from typing import Literal
 
 import torch
 from jsonargparse import ArgumentError, DefaultHelpFormatter
@@ -136,6 +137,14 @@ class LitSeqCLI(LightningCLI):
         )
         parser.add_class_arguments(WandbOptions, "wandb", instantiate=False)
         add_init_seed(parser)
+        parser.add_argument(
+            "--score_weights",
+            type=Literal["best", "last"],
+            default="best",
+            help="The weights the test sets, validation scores and range evaluation score: "
+            "best (the lowest val/loss checkpoint) or last (the final parameters, as Delétang "
+            "et al. 2023). The record says which (score_weights).",
+        )
         parser.add_class_arguments(Target, "target", instantiate=False)
         parser.add_class_arguments(RangeEval, "range_eval", instantiate=False)
         # the task decides the sizes; the model never has to be told them by hand

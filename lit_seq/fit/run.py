@@ -1,7 +1,8 @@
-"""A fit's life once its CLI is built: header, fit, test on the best checkpoint, record.
+"""A fit's life once its CLI is built: header, fit, test the scored weights, record.
 
-:func:`run` fits, tests the best checkpoint on every test set, scores its validation set
-and its length curve, and writes ``metrics.json`` (:class:`lit_seq.record.FitResult`);
+:func:`run` fits, tests the best checkpoint (``--score_weights last``: the final parameters)
+on every test set, scores its validation set and its length curve, and writes
+``metrics.json`` (:class:`lit_seq.record.FitResult`);
 :func:`cli_main` is that from a list of arguments (what tests and grid workers call).
 """
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from lightning.pytorch import Trainer
 
 from lit_seq.fit.callbacks import TrainTimer
-from lit_seq.fit.checkpoints import CHECKPOINTS, LAST
+from lit_seq.fit.checkpoints import CHECKPOINTS, LAST, EarlyLast
 from lit_seq.fit.cli import LitSeqCLI, build_cli
 from lit_seq.fit.header import fit_header
 from lit_seq.fit.scoring import (
@@ -29,7 +30,7 @@ from lit_seq.util.environment import fit_environment
 
 
 def run(cli: LitSeqCLI) -> FitResult:
-    """Fit, test on the best checkpoint (all test sets), write and return the result.
+    """Fit, test the scored weights (all test sets), write and return the result.
 
     FitInterrupted (a SystemExit of status 143 or 130) on SIGTERM or SIGINT, after saving
     ``last.ckpt``; the run folder is unlocked on the way out, however it ends.
@@ -102,7 +103,11 @@ def _fit_and_test(cli: LitSeqCLI) -> FitResult:
     trainer.fit(model, datamodule=datamodule, ckpt_path=resume, weights_only=True)
     timer = next(c for c in trainer.callbacks if isinstance(c, TrainTimer))
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
-    return test_and_record(cli, best, Trained(trainer.global_step, timer.seconds, timer.steps))
+    last = Path(cli.run_dir) / CHECKPOINTS / LAST
+    if cli.config.score_weights == "last":  # last.ckpt: the final parameters, whatever the step
+        next(c for c in trainer.callbacks if isinstance(c, EarlyLast)).save_final(trainer)
+    trained = Trained(trainer.global_step, timer.seconds, timer.steps)
+    return test_and_record(cli, best, trained, last=str(last))
 
 
 @dataclass(frozen=True)
@@ -114,14 +119,17 @@ class Trained:
     timed_steps: int
 
 
-def test_and_record(cli: LitSeqCLI, best: str, trained: Trained) -> FitResult:
-    """Test the weights of checkpoint ``best`` on every test set, score them, write the record.
+def test_and_record(cli: LitSeqCLI, best: str, trained: Trained, last: str) -> FitResult:
+    """Test the scored weights on every test set, score them, write the record.
 
-    What ends every fit, solo or a population's member (``lit_seq.population``).
+    What ends every fit, solo or a population's member (``lit_seq.population``). The
+    scored weights are checkpoint ``best`` with ``--score_weights best``, else checkpoint
+    ``last``, which then holds the final parameters.
     """
     model, datamodule = cli.model, cli.datamodule
+    scored = best if cli.config.score_weights == "best" else last
     tested = cli.trainer.test(
-        model, datamodule=datamodule, ckpt_path=best or None, verbose=False, weights_only=True
+        model, datamodule=datamodule, ckpt_path=scored or None, verbose=False, weights_only=True
     )
     # the tested weights: their validation scores (what a grid selects on) and length curve
     val_metrics = validation_scores(model, datamodule)
@@ -164,6 +172,7 @@ def fit_result(
             trained.timed_steps * datamodule.train_batch_size / max(trained.seconds, 1e-9), 1
         ),
         best_checkpoint=best,
+        score_weights=cli.config.score_weights,
         last_checkpoint=str(Path(cli.run_dir) / CHECKPOINTS / LAST),
         run_dir=str(cli.run_dir),
         wandb_run=wandb[0].run_path() if wandb else "",

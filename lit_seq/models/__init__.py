@@ -38,7 +38,7 @@ from .recurrent import CELLS, RecurrentBackbone
 from .relative_bias import RelativePositionBias, relative_bucket
 from .rotary import RotaryPositionalEncoding
 from .seq2seq import RecurrentSeq2Seq, TransformerSeq2Seq
-from .transformer import DecoderBlock, EncoderBlock, FeedForward, TransformerBackbone
+from .transformer import NORMS, DecoderBlock, EncoderBlock, FeedForward, TransformerBackbone
 
 BACKBONES: dict[str, Callable[..., nn.Module]] = {
     "transformer": TransformerBackbone,
@@ -58,13 +58,22 @@ SEQ2SEQ: dict[str, Callable[..., nn.Module]] = {
 }
 
 
-def build_backbone(arch: str, options: BackboneOptions, *, causal: bool, max_len: int) -> nn.Module:
+def build_backbone(
+    arch: str,
+    options: BackboneOptions,
+    *,
+    causal: bool,
+    max_len: int,
+    input_size: int | None = None,
+) -> nn.Module:
     """Build the (B, T, d) -> (B, T, d) backbone named ``arch`` (a key of ``BACKBONES``).
 
     ``max_len`` is the longest sequence it reads (sizes the transformer's positional table).
-    The transformer ignores ``options.bidirectional``; rnn/lstm ignore ``n_heads``, ``d_ff``,
-    ``pos_mode``, ``pos_range``, ``residual`` and ``max_len`` (so those are not validated
-    for them).
+    ``input_size`` (rnn/lstm only; None: d) is the width of its input when a head feeds it
+    the one-hot input itself. The transformer ignores ``options.bidirectional`` and
+    ``forget_bias``; rnn/lstm ignore ``n_heads``, ``d_ff``, ``pos_mode``, ``pos_range``,
+    ``residual``, ``norm``, ``embed_scale`` and ``max_len`` (so those are not validated for
+    them).
     """
     check_choice("arch", arch, BACKBONES)
     o = options
@@ -72,6 +81,7 @@ def build_backbone(arch: str, options: BackboneOptions, *, causal: bool, max_len
     if arch == "transformer":
         kwargs.update(n_heads=o.n_heads, d_ff=o.d_ff, pos_mode=o.pos_mode, residual=o.residual)
         kwargs.update(max_len=max_len, pos_range=o.pos_range)
+        kwargs.update(norm=o.norm, embed_scale=o.embed_scale)
     elif arch in MIXERS:
         takes = inspect.signature(BACKBONES[arch]).parameters
         kwargs.update(
@@ -79,6 +89,7 @@ def build_backbone(arch: str, options: BackboneOptions, *, causal: bool, max_len
         )
     else:
         kwargs.update(bidirectional=o.bidirectional)
+        kwargs.update(input_size=input_size, forget_bias=o.forget_bias)
     return BACKBONES[arch](**kwargs)
 
 
@@ -117,6 +128,7 @@ __all__ = [
     "CELLS",
     "EIGENVALUES",
     "MIXERS",
+    "NORMS",
     "POS_MODES",
     "READOUTS",
     "SEQ2SEQ",

@@ -1,7 +1,11 @@
 """Task-level networks: an input embedding, any backbone, and an output head.
 
 The backbone is injected (built by ``build_backbone``), so one head serves every
-architecture.
+architecture. Two options make Delétang et al. 2023's recurrent models (models/rnn.py
+``make_rnn``: ``hk.Linear(output_size)(jnn.relu(output))`` on the one-hot input):
+``input_embedding=False`` feeds the one-hot input itself (``OneHotInput``; the backbone must
+read ``one_hot_width(in_features)`` features) and ``readout_relu=True`` puts a ReLU between
+the backbone's output and the output layer.
 """
 
 from __future__ import annotations
@@ -9,8 +13,19 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .one_hot import OneHotInput
 from .readout import Readout
 from .recurrent import RecurrentBackbone
+
+
+def make_embedding(in_features: int, d_model: int, input_embedding: bool) -> nn.Module:
+    """The input map of a head: ``nn.Linear(in_features, d_model)``, or ``OneHotInput``."""
+    return nn.Linear(in_features, d_model) if input_embedding else OneHotInput(in_features)
+
+
+def make_activation(readout_relu: bool) -> nn.Module:
+    """What sits between the backbone's output and the output layer: ReLU, or nothing."""
+    return nn.ReLU() if readout_relu else nn.Identity()
 
 
 def _first_position_is_blind(backbone: nn.Module) -> bool:
@@ -24,7 +39,7 @@ def _first_position_is_blind(backbone: nn.Module) -> bool:
 class SequenceClassifier(nn.Module):
     """Classify a whole sequence: (B, T, in_features) -> logits (B, num_classes).
 
-    embed (Linear) -> readout.prepare -> backbone -> readout.pool -> head (Linear).
+    embed (Linear) -> readout.prepare -> backbone -> [ReLU] -> readout.pool -> head (Linear).
 
     Readout "cls" needs a backbone whose first position sees the whole sequence: a
     bidirectional transformer, or a bidirectional RNN (its backward pass carries the
@@ -37,6 +52,9 @@ class SequenceClassifier(nn.Module):
         num_classes: number of classes.
         d_model: backbone width d.
         readout: "mean", "cls", "last" or "empty".
+        input_embedding: False: the backbone reads the one-hot input (``OneHotInput``) and
+            the "empty" token is the one-hot empty symbol.
+        readout_relu: a ReLU on the backbone's output, before pooling and the output layer.
     """
 
     def __init__(
@@ -46,6 +64,8 @@ class SequenceClassifier(nn.Module):
         num_classes: int,
         d_model: int,
         readout: str = "mean",
+        input_embedding: bool = True,
+        readout_relu: bool = False,
     ) -> None:
         super().__init__()
         if readout == "cls" and _first_position_is_blind(backbone):
@@ -54,15 +74,19 @@ class SequenceClassifier(nn.Module):
                 f"but {type(backbone).__name__} (causal or forward-only) reads the [CLS] token "
                 f"before the data; use readout='last' or 'mean'"
             )
-        self.embed = nn.Linear(in_features, d_model)
-        self.readout = Readout(readout, d_model)
+        self.embed = make_embedding(in_features, d_model, input_embedding)
+        if input_embedding:
+            self.readout = Readout(readout, d_model)
+        else:
+            self.readout = Readout(readout, self.embed.width, self.embed.empty_symbol)
         self.backbone = backbone
+        self.act = make_activation(readout_relu)
         self.head = nn.Linear(d_model, num_classes)
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         """(B, T, in_features), mask (B, T) bool True at padding -> logits (B, num_classes)."""
-        h, mask = self.readout.prepare(self.embed(x), padding_mask)  # (B, T', d)
-        h = self.backbone(h, mask)  # (B, T', d)
+        h, mask = self.readout.prepare(self.embed(x), padding_mask)  # (B, T', d or V + 1)
+        h = self.act(self.backbone(h, mask))  # (B, T', d)
         return self.head(self.readout.pool(h, mask))  # (B, num_classes)
 
     def attention_maps(self, x: Tensor, padding_mask: Tensor | None = None) -> list[Tensor]:
@@ -89,19 +113,28 @@ class PerStepHead(nn.Module):
         in_features: features per input step.
         out_features: outputs per step.
         d_model: backbone width d.
+        input_embedding: False: the backbone reads the one-hot input (``OneHotInput``).
+        readout_relu: a ReLU on the backbone's output, before the output layer.
     """
 
     def __init__(
-        self, backbone: nn.Module, in_features: int, out_features: int, d_model: int
+        self,
+        backbone: nn.Module,
+        in_features: int,
+        out_features: int,
+        d_model: int,
+        input_embedding: bool = True,
+        readout_relu: bool = False,
     ) -> None:
         super().__init__()
-        self.embed = nn.Linear(in_features, d_model)
+        self.embed = make_embedding(in_features, d_model, input_embedding)
         self.backbone = backbone
+        self.act = make_activation(readout_relu)
         self.head = nn.Linear(d_model, out_features)
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         """(B, T, in_features), optional mask (B, T) True at padding -> (B, T, out_features)."""
-        return self.head(self.backbone(self.embed(x), padding_mask))
+        return self.head(self.act(self.backbone(self.embed(x), padding_mask)))
 
     def attention_maps(self, x: Tensor, padding_mask: Tensor | None = None) -> list[Tensor]:
         """Per-layer attention maps (B, H, T, T) of the backbone, for visualisation."""
@@ -127,23 +160,36 @@ class AppendedOutputHead(nn.Module):
         in_features: features per input step (the one-hot vocabulary).
         out_features: classes per output position.
         d_model: backbone width d.
+        input_embedding: False: the backbone reads the one-hot input (``OneHotInput``) and
+            the empty token is the one-hot empty symbol, exactly their model's input.
+        readout_relu: a ReLU on the backbone's output, before the output layer.
     """
 
     def __init__(
-        self, backbone: nn.Module, in_features: int, out_features: int, d_model: int
+        self,
+        backbone: nn.Module,
+        in_features: int,
+        out_features: int,
+        d_model: int,
+        input_embedding: bool = True,
+        readout_relu: bool = False,
     ) -> None:
         super().__init__()
-        self.embed = nn.Linear(in_features, d_model)
-        self.empty_token = nn.Parameter(torch.randn(1, 1, d_model) * 0.02)  # (1, 1, d)
+        self.embed = make_embedding(in_features, d_model, input_embedding)
+        if input_embedding:
+            self.empty_token = nn.Parameter(torch.randn(1, 1, d_model) * 0.02)  # (1, 1, d)
+        else:
+            self.register_buffer("empty_token", self.embed.empty_symbol.clone(), persistent=False)
         self.backbone = backbone
+        self.act = make_activation(readout_relu)
         self.head = nn.Linear(d_model, out_features)
 
     def forward(self, x: Tensor, n_out: int) -> Tensor:
         """(B, T, in_features) -> (B, n_out, out_features) logits at the appended positions."""
-        h = self.embed(x)  # (B, T, d)
+        h = self.embed(x)  # (B, T, d or V + 1)
         empty = self.empty_token.expand(h.shape[0], n_out, -1).to(h.dtype)  # (B, n_out, d)
         h = self.backbone(torch.cat([h, empty], dim=1))  # (B, T + n_out, d)
-        return self.head(h[:, h.shape[1] - n_out :])  # (B, n_out, out_features)
+        return self.head(self.act(h[:, h.shape[1] - n_out :]))  # (B, n_out, out_features)
 
     def attention_maps(self, x: Tensor, n_out: int | None = None) -> list[Tensor]:
         """Per-layer attention maps (B, H, T + n_out, T + n_out) of the backbone over the

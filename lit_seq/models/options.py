@@ -26,6 +26,9 @@ class BackboneOptions:
             ``max_len`` the builder is given); the other encodings ignore it.
         residual: keep the residual connections (transformer only).
         bidirectional: read the sequence both ways (rnn/lstm backbones only).
+        norm: "pre" or "post" LayerNorm in the transformer's blocks (transformer only).
+        embed_scale: scale the transformer's input by sqrt(d_model) (transformer only).
+        forget_bias: added to the LSTM forget gate's bias at initialisation (lstm only).
         d_state: state size N of each inner channel (mamba only).
         eigenvalues: the range of the transitions, "positive" (0, 1) or "signed" (-1, 1)
             (linear_rnn only).
@@ -40,6 +43,8 @@ class BackboneOptions:
     pos_range: int | None
     residual: bool
     bidirectional: bool
-    # the mixers' options, defaulted so that builders written before them still build
-    d_state: int = 16
-    eigenvalues: str = "positive"
+    norm: str
+    embed_scale: bool
+    forget_bias: float
+    d_state: int
+    eigenvalues: str

@@ -31,14 +31,18 @@ class Readout(nn.Module):
     Args:
         mode: one of "mean", "cls", "last", "empty".
         d_model: width of the features (and of the [CLS] or empty token).
+        empty_symbol: (1, 1, d_model) fixed empty token (the one-hot empty symbol of an
+            input read without an embedding, ``OneHotInput``); None: a learned one.
     """
 
-    def __init__(self, mode: str, d_model: int) -> None:
+    def __init__(self, mode: str, d_model: int, empty_symbol: Tensor | None = None) -> None:
         super().__init__()
         self.mode = check_choice("readout", mode, READOUTS)
         if mode == "cls":
             self.cls_token = nn.Parameter(torch.randn(1, 1, d_model) * 0.02)  # (1, 1, d)
-        if mode == "empty":
+        if mode == "empty" and empty_symbol is not None:
+            self.register_buffer("empty_token", empty_symbol.clone(), persistent=False)
+        elif mode == "empty":
             # the embedding of Delétang's one-hot empty symbol: a free vector
             self.empty_token = nn.Parameter(torch.randn(1, 1, d_model) * 0.02)  # (1, 1, d)
 

@@ -7,6 +7,7 @@ matrix products instead, which ``torch.func.vmap`` can batch over K models (pack
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -18,27 +19,44 @@ CELLS = ("rnn", "lstm")
 
 
 def make_rnn(
-    cell: str, d_model: int, n_layers: int, dropout: float, bidirectional: bool = False
+    cell: str,
+    d_model: int,
+    n_layers: int,
+    dropout: float,
+    bidirectional: bool = False,
+    input_size: int | None = None,
+    forget_bias: float = 0.0,
 ) -> nn.RNNBase:
     """Build a batch-first ``nn.RNN`` / ``nn.LSTM`` with hidden size ``d_model``.
 
     Dropout between layers only exists when there is more than one layer (torch
-    warns otherwise), so it is dropped for ``n_layers == 1``.
+    warns otherwise), so it is dropped for ``n_layers == 1``. ``input_size`` (None:
+    ``d_model``) is the width of the first layer's input. ``forget_bias`` is added to the
+    LSTM forget gate's bias of every layer at initialisation (see ``RecurrentBackbone``).
     """
     check_choice("cell", cell, CELLS)
+    if forget_bias and cell != "lstm":
+        raise ValueError(f"forget_bias={forget_bias!r} only applies to cell='lstm', not {cell!r}")
     kwargs = dict(
-        input_size=d_model,
+        input_size=d_model if input_size is None else input_size,
         hidden_size=d_model,
         num_layers=n_layers,
         batch_first=True,
         dropout=dropout if n_layers > 1 else 0.0,
         bidirectional=bidirectional,
     )
-    return nn.LSTM(**kwargs) if cell == "lstm" else nn.RNN(nonlinearity="tanh", **kwargs)
+    if cell == "rnn":
+        return nn.RNN(nonlinearity="tanh", **kwargs)
+    lstm = nn.LSTM(**kwargs)
+    with torch.no_grad():
+        for name, bias in lstm.named_parameters():
+            if name.startswith("bias_ih"):  # gates i, f, g, o: f is the second quarter
+                bias[d_model : 2 * d_model] += forget_bias
+    return lstm
 
 
 class RecurrentBackbone(nn.Module):
-    """Stacked RNN / LSTM: (B, T, d) -> (B, T, d).
+    """Stacked RNN / LSTM: (B, T, input_size) -> (B, T, d); input_size is d unless given.
 
     A unidirectional recurrence only reads the past, so it is causal whatever the
     ``causal`` flag says; the flag exists so that every backbone shares one
@@ -51,6 +69,13 @@ class RecurrentBackbone(nn.Module):
         dropout: dropout between stacked layers (ignored when n_layers == 1).
         bidirectional: add a backward pass; its (B, T, 2d) output is projected back to d.
         causal: promise that output t depends on inputs <= t only (forbids bidirectional).
+        input_size: width of the input x (None: d_model); a head that feeds the one-hot
+            input without an embedding gives its width.
+        forget_bias: lstm only: added to the forget gate's bias (``bias_ih``) at
+            initialisation. Haiku's LSTM (Delétang et al. 2023) computes sigmoid(f + 1) with
+            its bias starting at 0: the same network and, under Adam without weight decay,
+            the same training (a constant shift of a parameter changes neither its gradient
+            nor its update), while torch's fused kernel stays in use.
     """
 
     def __init__(
@@ -61,6 +86,8 @@ class RecurrentBackbone(nn.Module):
         dropout: float = 0.0,
         bidirectional: bool = False,
         causal: bool = False,
+        input_size: int | None = None,
+        forget_bias: float = 0.0,
     ) -> None:
         super().__init__()
         if bidirectional and causal:
@@ -68,14 +95,22 @@ class RecurrentBackbone(nn.Module):
         self.cell = self.arch = cell  # arch: its key in BACKBONES
         self.causal = causal
         self.bidirectional = bidirectional
-        self.rnn = make_rnn(cell, d_model, n_layers, dropout=dropout, bidirectional=bidirectional)
+        self.rnn = make_rnn(
+            cell,
+            d_model,
+            n_layers,
+            dropout=dropout,
+            bidirectional=bidirectional,
+            input_size=input_size,
+            forget_bias=forget_bias,
+        )
         self.proj = nn.Linear(2 * d_model, d_model) if bidirectional else nn.Identity()
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         """Run the recurrence.
 
         Args:
-            x: (B, T, d).
+            x: (B, T, input_size).
             padding_mask: (B, T) bool, True at padding, which must trail the real
                 tokens. A forward-only recurrence never reads trailing padding before
                 a real step, so the mask only matters for the backward direction: there

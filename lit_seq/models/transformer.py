@@ -1,4 +1,4 @@
-"""Pre-LN transformer blocks and the transformer backbone.
+"""Pre-LN (or post-LN) transformer blocks and the transformer backbone.
 
 Pre-LN (normalise before each sub-layer, add the residual after) trains stably
 without warm-up tricks and matches ``nn.TransformerEncoderLayer(norm_first=True)``:
@@ -6,19 +6,30 @@ without warm-up tricks and matches ``nn.TransformerEncoderLayer(norm_first=True)
     x = x + Dropout(Attention(LN1(x)))
     x = x + Dropout(FFN(LN2(x)))
 
+Post-LN (``norm="post"``, Vaswani et al. 2017 and Delétang et al. 2023's encoder) normalises
+after the residual sum, as ``nn.TransformerEncoderLayer(norm_first=False)``:
+
+    x = LN1(x + Dropout(Attention(x)))
+    x = LN2(x + Dropout(FFN(x)))
+
 LayerNorm convention (no affine): [1, 2, 3, 4] has mean 2.5 and variance 1.25, so
 it normalises to [-1.342, -0.447, 0.447, 1.342].
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
+from lit_seq.util.checks import check_choice
+
 from .attention import AttentionPositions, KVCache, MultiHeadAttention, PositionalEncoding
 from .positional import build_positional
+
+NORMS = ("pre", "post")  # where an encoder block's LayerNorms sit
 
 
 class FeedForward(nn.Module):
@@ -37,7 +48,7 @@ class FeedForward(nn.Module):
 
 
 class EncoderBlock(nn.Module):
-    """Pre-LN self-attention + FFN block.
+    """Self-attention + FFN block, pre-LN or post-LN.
 
     Args:
         d_model: model width d.
@@ -46,13 +57,21 @@ class EncoderBlock(nn.Module):
         dropout: dropout on attention weights, inside the FFN and on each sub-layer output.
         residual: keep the skip connections; False is the no-residual ablation
             (``x = Dropout(Attention(LN1(x)))``, ``x = Dropout(FFN(LN2(x)))``).
+        norm: "pre" (LayerNorm before each sub-layer) or "post" (after each residual sum).
     """
 
     def __init__(
-        self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, residual: bool = True
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        residual: bool = True,
+        norm: str = "pre",
     ) -> None:
         super().__init__()
         self.residual = residual
+        self.post = check_choice("norm", norm, NORMS) == "post"
         self.ln1 = nn.LayerNorm(d_model)
         self.attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.ln2 = nn.LayerNorm(d_model)
@@ -74,12 +93,15 @@ class EncoderBlock(nn.Module):
         an encoding acting inside attention (rotary, alibi, relative), else None.
         """
         a, weights = self.attn(
-            self.ln1(x),
+            x if self.post else self.ln1(x),  # post-LN normalises after the sum instead
             key_padding_mask=key_padding_mask,
             causal=causal,
             need_weights=need_weights,
             positions=positions,
         )
+        if self.post:
+            x = self.ln1(self._add(x, a))
+            return self.ln2(self._add(x, self.ffn(x))), weights
         x = self._add(x, a)
         return self._add(x, self.ffn(self.ln2(x))), weights
 
@@ -222,7 +244,8 @@ class DecoderBlock(nn.Module):
 class TransformerBackbone(nn.Module):
     """Transformer encoder stack, bidirectional or causal: (B, T, d) -> (B, T, d).
 
-    Positional encoding + dropout, ``n_layers`` pre-LN ``EncoderBlock``s, final LayerNorm.
+    Positional encoding + dropout, ``n_layers`` ``EncoderBlock``s, then a final LayerNorm
+    (pre-LN only: a post-LN block's output is normalised already).
 
     Args:
         d_model: model width d.
@@ -240,6 +263,9 @@ class TransformerBackbone(nn.Module):
             positions are drawn from, unless pos_range); the other encodings read any length.
         pos_range: randomized only: the range [0, pos_range) its positions are drawn from,
             fixed whatever max_len is (None: max_len); the other encodings ignore it.
+        norm: "pre" or "post" LayerNorm in every block (``NORMS``).
+        embed_scale: multiply the input by sqrt(d_model) before the positions are added
+            (Vaswani et al. 2017; Delétang et al. 2023's encoder).
     """
 
     arch = "transformer"  # its key in BACKBONES
@@ -256,23 +282,26 @@ class TransformerBackbone(nn.Module):
         causal: bool = False,
         max_len: int = 512,
         pos_range: int | None = None,
+        norm: str = "pre",
+        embed_scale: bool = False,
     ) -> None:
         super().__init__()
         self.causal = causal
+        self.scale = math.sqrt(d_model) if embed_scale else 1.0
         d_ff = 4 * d_model if d_ff is None else d_ff
         self.pos = build_positional(
             pos_mode, d_model, max_len, n_heads=n_heads, causal=causal, pos_range=pos_range
         )
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, residual=residual)
+            EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, residual=residual, norm=norm)
             for _ in range(n_layers)
         )
-        self.ln_f = nn.LayerNorm(d_model)
+        self.ln_f = nn.Identity() if norm == "post" else nn.LayerNorm(d_model)
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         """(B, T, d) -> (B, T, d); ``padding_mask`` (B, T) bool, True at padding."""
-        h = self.drop(self.pos(x))
+        h = self.drop(self.pos(x * self.scale))
         positions = self._attention_positions(x)
         for block in self.blocks:
             h, _ = block(h, key_padding_mask=padding_mask, causal=self.causal, positions=positions)
@@ -294,7 +323,7 @@ class TransformerBackbone(nn.Module):
         """
         maps = []
         with torch.no_grad():
-            h = self.drop(self.pos(x))
+            h = self.drop(self.pos(x * self.scale))
             positions = self._attention_positions(x)
             for block in self.blocks:
                 h, w = block(

@@ -115,7 +115,8 @@ class MemberRun:
                     if isinstance(callback, AttentionMapLogger):
                         callback.plot(self.cli.trainer, self.cli.model, self.cli.datamodule)
                 trained = Trained(self.steps, self.seconds, self.steps)
-                outcome = test_and_record(self.cli, self.best_path, trained)
+                last = str(self.folder / LAST)  # just saved: the final parameters
+                outcome = test_and_record(self.cli, self.best_path, trained, last=last)
                 status, exit_code = ("diverged", 1) if diverged_loss(outcome.metrics) else ("ok", 0)
             elif failure is None:
                 outcome = FloatingPointError(self.error)

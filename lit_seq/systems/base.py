@@ -8,7 +8,6 @@ optimizer and schedule, and the logging keys ``train/loss``, ``lr``, ``val/<metr
 """
 
 import inspect
-import math
 from typing import ClassVar, Literal
 
 import lightning as L
@@ -19,7 +18,7 @@ from torchmetrics import MetricCollection
 from lit_seq.models import (
     BACKBONES,
     EIGENVALUES,
-    MIXERS,
+    NORMS,
     POS_MODES,
     BackboneFactory,
     BackboneOptions,
@@ -28,45 +27,24 @@ from lit_seq.models import (
     count_parameters,
     position_limit,
 )
+from lit_seq.models.one_hot import one_hot_width
+from lit_seq.systems.arch_options import check_arch_options
+from lit_seq.systems.divergence import DIVERGED_FACTOR, divergence  # noqa: F401 (re-exported)
 from lit_seq.systems.metrics import StepAccuracy
 from lit_seq.systems.schedules import SCHEDULES, schedule_factor
 from lit_seq.util.checks import check_choice, check_float, check_int
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
 
-# A loss this many times the first training loss (or than this itself, when the first loss
-# is below 1) is a diverged run: the losses here start at O(1), so a million times that is
-# no model any more (echo / rnn at lr 1e30 reaches 1e30, finite: unbounded, it ends "ok").
-DIVERGED_FACTOR = 1e6
-
 # max_len of a system built without data (tests, notebooks): the one the builders default to
 DEFAULT_MAX_LEN = 512
-
-
-def divergence(loss: float, first_loss: float | None) -> str:
-    """Why ``loss`` says that training diverged, as the words that follow the loss's name
-    (``is nan``, ``is 2.8e+30 (over 1e+06 x the first training loss, 0.693)``), else "".
-
-    The one rule of every fit (``SequenceSystem.on_validation_epoch_end``, for ``val/loss``
-    and the latest ``train/loss``) and of a population's members: not finite, or more than
-    ``DIVERGED_FACTOR`` x ``first_loss`` (the first training step's loss; None when not
-    known: then only the first part applies).
-    """
-    if not math.isfinite(loss):
-        return f"is {loss}"
-    known = first_loss is not None and math.isfinite(first_loss)
-    if known and loss > DIVERGED_FACTOR * max(first_loss, 1.0):
-        return (
-            f"is {loss:.3g} (over {DIVERGED_FACTOR:.0e} x the first training loss, "
-            f"{first_loss:.3g})"
-        )
-    return ""
 
 
 # The choice fields, typed by the registries: --help lists the values, and the parser (and
 # --print_config) refuses any other one before anything is built.
 Arch = Literal[tuple(BACKBONES)]
 PosMode = Literal[POS_MODES]
+Norm = Literal[NORMS]
 Optimizer = Literal[tuple(OPTIMIZERS)]
 Schedule = Literal[SCHEDULES]
 Eigenvalues = Literal[EIGENVALUES]
@@ -116,6 +94,11 @@ class SequenceSystem(L.LightningModule):
         pos_range: int | None = None,
         residual: bool = True,
         bidirectional: bool = False,
+        norm: Norm = "pre",
+        embed_scale: bool = False,
+        forget_bias: float = 0.0,
+        input_embedding: bool = True,
+        readout_relu: bool = False,
         optimizer: Optimizer = "adamw",
         lr: float = 1e-3,
         weight_decay: float = 0.0,
@@ -155,6 +138,18 @@ class SequenceSystem(L.LightningModule):
             residual: Keep the residual connections (transformer only); ``False`` is the
                 no-residual ablation.
             bidirectional: Read the sequence both ways (rnn/lstm, non-causal tasks only).
+            norm: Where the transformer's LayerNorms sit (transformer only): ``pre`` (before
+                each sub-layer, one more after the last block) or ``post`` (after each
+                residual sum: Vaswani et al. 2017, Delétang et al. 2023).
+            embed_scale: Multiply the transformer's input by sqrt(d_model) before the
+                positions are added (transformer only; Delétang et al. 2023).
+            forget_bias: Added to the LSTM forget gate's bias at initialisation (lstm only);
+                1.0 is haiku's LSTM, Delétang et al. 2023's.
+            input_embedding: ``false``: no embedding layer; the recurrent backbone reads the
+                one-hot input itself, one symbol wider for the empty token (rnn/lstm only;
+                Delétang et al. 2023's RNN/LSTM).
+            readout_relu: A ReLU between the backbone's output and the output layer
+                (Delétang et al. 2023's RNN/LSTM).
             optimizer: ``adam`` or ``adamw``.
             lr: Peak learning rate (the schedules scale it by a factor <= 1).
             weight_decay: Weight decay of the optimizer.
@@ -182,30 +177,14 @@ class SequenceSystem(L.LightningModule):
             check_int("pos_range", pos_range, 1, allowed=">= 1 (or null for max_len)")
         max_len = resolve_max_len(max_len, data_max_len)
         # an ablation of something the backbone does not have would be a silent no-op
-        set_away = [
-            (field, value)
-            for field, value, default in [
-                ("pos_mode", pos_mode, "sinusoidal"),
-                ("pos_range", pos_range, None),
-                ("residual", residual, True),
-            ]
-            if value != default
-        ]
-        if arch != "transformer" and set_away:
-            field, value = set_away[0]
-            raise ValueError(f"{field}={value!r} only applies to arch='transformer', not {arch!r}")
         check_int("d_state", d_state, 1)
         check_choice("eigenvalues", eigenvalues, EIGENVALUES)
-        for field, value, default, reader in [
-            ("d_state", d_state, 16, "mamba"),
-            ("eigenvalues", eigenvalues, "positive", "linear_rnn"),
-        ]:
-            if value != default and arch != reader:
-                raise ValueError(f"{field}={value!r} only applies to arch={reader!r}, not {arch!r}")
-        if bidirectional and arch in MIXERS:
-            raise ValueError(
-                f"bidirectional=True only applies to arch='rnn' or 'lstm', not {arch!r}"
-            )
+        chosen = dict(pos_mode=pos_mode, pos_range=pos_range, residual=residual, norm=norm)
+        chosen |= dict(embed_scale=embed_scale, forget_bias=forget_bias, readout_relu=readout_relu)
+        chosen |= dict(d_state=d_state, eigenvalues=eigenvalues, bidirectional=bidirectional)
+        check_arch_options(
+            arch, self.task_kind, chosen | {"input_embedding": input_embedding}, _DEFAULTS
+        )
         # collects the subclass's arguments too: it walks up the chain of __init__ frames
         self.save_hyperparameters()
         # the length the network is built for, whether given or the data's: what builders,
@@ -222,6 +201,9 @@ class SequenceSystem(L.LightningModule):
             pos_range=pos_range,
             residual=residual,
             bidirectional=bidirectional,
+            norm=norm,
+            embed_scale=embed_scale,
+            forget_bias=forget_bias,
             d_state=d_state,
             eigenvalues=eigenvalues,
         )
@@ -279,7 +261,15 @@ class SequenceSystem(L.LightningModule):
         max_len = hp.max_len + extra_positions
         if self.plugin is not None:
             return self.plugin.build(self.backbone_options, causal=causal, max_len=max_len)
-        return build_backbone(hp.arch, self.backbone_options, causal=causal, max_len=max_len)
+        # without an embedding the recurrence reads the one-hot input (models/one_hot.py)
+        width = None if hp.input_embedding else one_hot_width(hp.in_features)
+        options = self.backbone_options
+        return build_backbone(hp.arch, options, causal=causal, max_len=max_len, input_size=width)
+
+    @property
+    def head_options(self) -> dict:
+        """What every head takes of the options above: its input map and its readout ReLU."""
+        return {name: self.hparams[name] for name in ("input_embedding", "readout_relu")}
 
     @property
     def arch_name(self) -> str:

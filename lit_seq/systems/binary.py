@@ -34,6 +34,7 @@ class StepBinary(SequenceSystem):
             in_features=hp.in_features,
             out_features=1,
             d_model=hp.d_model,
+            **self.head_options,
         )
 
     @property

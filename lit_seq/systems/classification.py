@@ -46,6 +46,7 @@ class SequenceClassification(SequenceSystem):
             in_features=hp.in_features,
             num_classes=hp.out_features,
             d_model=hp.d_model,
+            **self.head_options,
             readout=readout,
         )
         self.confusion = nn.ModuleDict()  # test prefix -> its confusion matrix, in setup()

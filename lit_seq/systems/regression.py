@@ -40,6 +40,7 @@ class StepRegression(SequenceSystem):
             in_features=hp.in_features,
             out_features=1,
             d_model=hp.d_model,
+            **self.head_options,
         )
 
     def build_metrics(self) -> MetricCollection:

@@ -34,6 +34,7 @@ class StepClassification(SequenceSystem):
             in_features=hp.in_features,
             out_features=hp.out_features,
             d_model=hp.d_model,
+            **self.head_options,
         )
 
     @property
