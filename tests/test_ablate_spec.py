@@ -146,6 +146,22 @@ def test_shipped_grid_sizes(shipped):
     assert sizes["mixers"] == 46 * (4 * 3 + 10)
 
 
+def test_mixers_grid_gives_every_arch_of_a_task_the_same_rates(shipped):
+    """No rate tuned for one arch decides another's result: per task, lstm, transformer and
+    each mixer select among one list of 4 rates spanning >= 30x."""
+    _, runs = shipped["mixers"]
+    rates: dict[str, dict[str, set]] = {}
+    for r in runs:
+        if r.seed in r.select_seeds:
+            task = r.axes.get("task", Path(r.config).parts[-2])
+            rates.setdefault(task, {}).setdefault(r.axes["arch"], set()).add(r.axes["lr"])
+    assert len(rates) == 6
+    for task, by_arch in rates.items():
+        assert len(by_arch) == 5, task
+        (shared,) = {frozenset(v) for v in by_arch.values()}
+        assert len(shared) == 4 and max(shared) / min(shared) >= 30, task
+
+
 def test_chomsky_grid_keeps_deletangs_lengths(shipped):
     """Training lengths 1..40 by the uniform curriculum, scored up to 200 (5 x 40)."""
     _, runs = shipped["chomsky"]
