@@ -158,7 +158,9 @@ def test_mixers_grid_gives_every_arch_of_a_task_the_same_rates(shipped):
     assert len(rates) == 6
     for task, by_arch in rates.items():
         assert len(by_arch) == 5, task
-        (shared,) = {frozenset(v) for v in by_arch.values()}
+        lists = {frozenset(v) for v in by_arch.values()}
+        assert len(lists) == 1, (task, by_arch)
+        (shared,) = lists
         assert len(shared) == 4 and max(shared) / min(shared) >= 30, task
 
 
