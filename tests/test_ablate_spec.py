@@ -141,9 +141,27 @@ def test_shipped_grid_sizes(shipped):
     assert sizes["chomsky_even_pairs_alibi"] == 10  # its one encoding x 10 seeds
     assert sizes["chomsky_budget_open"] == 6 * 3  # 5 rows (one at 2 rates) x 3 seeds
     assert sizes["chomsky_cycle_transformer"] == 4  # its one row x 4 seeds
-    # 46 cells (associative_recall 4 shapes x 5 archs, parity_check 6, 4 tasks x 5): 2 rates
+    # 46 cells (associative_recall 4 shapes x 5 archs, parity_check 6, 4 tasks x 5): 4 rates
     # on 3 selection seeds + the 10 reported seeds at the chosen one
-    assert sizes["mixers"] == 46 * (2 * 3 + 10)
+    assert sizes["mixers"] == 46 * (4 * 3 + 10)
+
+
+def test_mixers_grid_gives_every_arch_of_a_task_the_same_rates(shipped):
+    """No rate tuned for one arch decides another's result: per task, lstm, transformer and
+    each mixer select among one list of 4 rates spanning >= 30x."""
+    _, runs = shipped["mixers"]
+    rates: dict[str, dict[str, set]] = {}
+    for r in runs:
+        if r.seed in r.select_seeds:
+            task = r.axes.get("task", Path(r.config).parts[-2])
+            rates.setdefault(task, {}).setdefault(r.axes["arch"], set()).add(r.axes["lr"])
+    assert len(rates) == 6
+    for task, by_arch in rates.items():
+        assert len(by_arch) == 5, task
+        lists = {frozenset(v) for v in by_arch.values()}
+        assert len(lists) == 1, (task, by_arch)
+        (shared,) = lists
+        assert len(shared) == 4 and max(shared) / min(shared) >= 30, task
 
 
 def test_chomsky_grid_keeps_deletangs_lengths(shipped):
