@@ -97,11 +97,6 @@ class GuardedWandbLogger(WandbLogger):
     def log_image(self, key, images, step=None, **kwargs) -> None:
         self._guard(lambda: super(GuardedWandbLogger, self).log_image(key, images, step, **kwargs))
 
-    def after_save_checkpoint(self, checkpoint_callback) -> None:
-        self._guard(
-            lambda: super(GuardedWandbLogger, self).after_save_checkpoint(checkpoint_callback)
-        )
-
     def finalize(self, status: str) -> None:
         self._guard(lambda: super(GuardedWandbLogger, self).finalize(status))
 
