@@ -513,8 +513,8 @@ def test_a_second_fit_into_a_folder_in_use_is_refused(tmp_path):
     first = build_cli(args)  # holds the folder until it runs (or is let go)
     with pytest.raises(BadInput, match=rf"is in use by another fit \(pid {os.getpid()}\)"):
         build_cli(args)
-    first.run_lock.release()
-    build_cli(args).run_lock.release()  # free again
+    first.book.lock.release()
+    build_cli(args).book.lock.release()  # free again
 
 
 @pytest.mark.integration
@@ -528,7 +528,7 @@ def test_a_fit_in_another_process_holds_its_folder_until_it_dies(tmp_path):
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait()
-    build_cli([*EXACT, LONG, f"--run_dir={run_dir}", "--ckpt_path=last"]).run_lock.release()
+    build_cli([*EXACT, LONG, f"--run_dir={run_dir}", "--ckpt_path=last"]).book.lock.release()
 
 
 @pytest.mark.integration

@@ -46,7 +46,7 @@ def _members(task: str, arch: str, k: int, new_dir) -> tuple[list, list[dict]]:
         for seed in range(k):
             args = fit_args(f"--seed_everything={seed}", config=config_path(task, arch))
             cli = build_cli([*args, f"--run_dir={new_dir(f'{task}-{arch}-step{seed}')}"])
-            cli.run_lock.release()
+            cli.book.lock.release()
             cli.datamodule.setup("fit")
             batch = next(iter(cli.datamodule.train_dataloader()))
             batches.append({key: value.to(device) for key, value in batch.items()})

@@ -37,11 +37,13 @@ def main() -> None:
     try:
         record = run(cli)
     except FloatingPointError as err:  # the system's divergence rule: nothing to test
-        print(f"lit_seq.fit: status: diverged: {err}; run folder {cli.run_dir}", file=sys.stderr)
+        print(
+            f"lit_seq.fit: status: diverged: {err}; run folder {cli.book.run_dir}", file=sys.stderr
+        )
         raise SystemExit(1) from None
     except FitInterrupted as err:
         hint = (
-            f"resume with: {resume_command(cli.run_dir)}"
+            f"resume with: {resume_command(cli.book.run_dir)}"
             if err.resumable
             else "nothing to resume: run it again"
         )
@@ -49,12 +51,12 @@ def main() -> None:
         raise SystemExit(err.code) from None
     except Exception as err:
         # libraries word a full disk their own way: ENOSPC, or a failed write of a full disk
-        if getattr(err, "errno", None) != errno.ENOSPC and not disk_full(cli.run_dir):
+        if getattr(err, "errno", None) != errno.ENOSPC and not disk_full(cli.book.run_dir):
             raise
         # every file of the run is written atomically: what is there is whole, or absent
         print(
-            f"lit_seq.fit: error: the disk holding {cli.run_dir} is full; free space, then "
-            f"resume with: {resume_command(cli.run_dir)}",
+            f"lit_seq.fit: error: the disk holding {cli.book.run_dir} is full; free space, then "
+            f"resume with: {resume_command(cli.book.run_dir)}",
             file=sys.stderr,
         )
         raise SystemExit(1) from None

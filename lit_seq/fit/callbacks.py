@@ -1,9 +1,10 @@
-"""Callbacks that every fit uses: training timer, confusion matrix, attention maps.
+"""The plots every fit draws: confusion matrices and attention maps.
 
-The plots are written as PNGs in the run folder and, when W&B is on, logged as images.
+The plots are written as PNGs in the run folder and, when W&B is on, logged as images: by
+two callbacks in a solo fit, by :func:`plot_confusion` and :func:`plot_attention` for a
+population's members (which have no Trainer of their own).
 """
 
-import time
 from pathlib import Path
 
 import lightning as L
@@ -11,65 +12,17 @@ import torch
 from lightning.pytorch.loggers import WandbLogger
 
 
-class TrainTimer(L.Callback):
-    """Wall seconds and optimizer steps of the training behind the fit's model.
-
-    Saved with every checkpoint: a resumed fit adds its own to those of the sessions before
-    it, as of the checkpoint it resumed from (the work redone after a kill is timed once, in
-    the session that kept it). A resume with nothing left to train keeps the totals.
-    """
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-        self.steps = 0
-        self._carried = (0.0, 0)  # (seconds, steps) of the sessions before this one
-        self._start_time: float | None = None
-        self._start_step = 0
-        self._step = 0
-
-    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._start_time = time.perf_counter()
-        self._start_step = self._step = trainer.global_step
-
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module, outputs, batch, batch_idx) -> None:
-        self._step = trainer.global_step
-
-    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._step = trainer.global_step
-        self.seconds, self.steps = self.totals()
-        self._start_time = None
-
-    def elapsed(self) -> float:
-        """Training seconds so far, sessions before this one included."""
-        return self.totals()[0]
-
-    def totals(self) -> tuple[float, int]:
-        seconds, steps = self._carried
-        if self._start_time is not None:
-            seconds += time.perf_counter() - self._start_time
-            steps += self._step - self._start_step
-        return seconds, steps
-
-    def state_dict(self) -> dict:
-        seconds, steps = self.totals()
-        return {"seconds": seconds, "steps": steps}
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        self._carried = (float(state_dict["seconds"]), int(state_dict["steps"]))
-        self.seconds, self.steps = self._carried
-
-
-def _log_figure(trainer: L.Trainer, key: str, fig) -> Path | None:
+def _log_figure(where: "Drawing", key: str, fig) -> Path | None:
     """Save ``fig`` as ``<run_dir>/<key>.png`` and log it to W&B if W&B is on."""
     import matplotlib.pyplot as plt
 
-    if not trainer.default_root_dir:
+    if not where.run_dir:
         plt.close(fig)
         return None
-    path = Path(trainer.default_root_dir) / f"{key.replace('/', '_')}.png"
+    path = Path(where.run_dir) / f"{key.replace('/', '_')}.png"
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
-    for logger in trainer.loggers:
+    for logger in where.loggers:
         if isinstance(logger, WandbLogger):
             logger.log_image(key=key, images=[str(path)])
     return path
@@ -136,25 +89,42 @@ def confusion_figure(matrices: dict[str, torch.Tensor], names: list[str], train_
     return fig
 
 
+class Drawing:
+    """Where a run's plots go: its folder and loggers, with ``convert`` making an input what
+    its Trainer's precision computes with (a solo fit's Trainer, or a population's)."""
+
+    def __init__(self, run_dir, loggers: list, convert=lambda x: x) -> None:
+        self.run_dir, self.loggers, self.convert = run_dir, loggers, convert
+
+    @classmethod
+    def of(cls, trainer: L.Trainer) -> "Drawing":
+        convert = trainer.precision_plugin.convert_input
+        return cls(trainer.default_root_dir, trainer.loggers, convert)
+
+
+def plot_confusion(system: L.LightningModule, datamodule, where: Drawing) -> None:
+    """The confusion matrix of every test set of a classifier just tested, side by side."""
+    confusion = getattr(system, "confusion", None)
+    if confusion is None or datamodule is None:
+        return
+    lengths = dict(zip(datamodule.test_prefixes, datamodule.test_lengths, strict=True))
+    matrices = {}
+    for prefix, metric in confusion.items():
+        if metric.update_called:
+            matrices[lengths[prefix]] = metric.compute().cpu()  # (C, C)
+            metric.reset()
+    if matrices:
+        n = next(iter(matrices.values())).shape[0]
+        names = class_names(datamodule, n)
+        fig = confusion_figure(matrices, names, datamodule.train_length)
+        _log_figure(where, "test/confusion_matrix", fig)
+
+
 class ConfusionMatrixLogger(L.Callback):
     """Plots the confusion matrix of every test set of a classifier, side by side."""
 
     def on_test_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        confusion = getattr(pl_module, "confusion", None)
-        datamodule = getattr(trainer, "datamodule", None)
-        if confusion is None or datamodule is None:
-            return
-        lengths = dict(zip(datamodule.test_prefixes, datamodule.test_lengths, strict=True))
-        matrices = {}
-        for prefix, metric in confusion.items():
-            if metric.update_called:
-                matrices[lengths[prefix]] = metric.compute().cpu()  # (C, C)
-                metric.reset()
-        if matrices:
-            n = next(iter(matrices.values())).shape[0]
-            names = class_names(datamodule, n)
-            fig = confusion_figure(matrices, names, datamodule.train_length)
-            _log_figure(trainer, "test/confusion_matrix", fig)
+        plot_confusion(pl_module, getattr(trainer, "datamodule", None), Drawing.of(trainer))
 
 
 def _input_labels(x: torch.Tensor, extra: int) -> list[str]:
@@ -201,41 +171,35 @@ def attention_figure(maps: list[torch.Tensor], labels: list[str], title: str):
     return fig
 
 
+def plot_attention(system: L.LightningModule, datamodule, where: Drawing, example: int = 0) -> None:
+    """Every layer's and head's attention of ``system``'s weights now on validation
+    ``example``; only for networks that expose ``attention_maps`` (transformer backbones)."""
+    net = getattr(system, "net", None)
+    if datamodule is None or not hasattr(getattr(net, "backbone", None), "attention_maps"):
+        return
+    batch = datamodule.val_set[[example]]
+    if "x" not in batch:
+        return
+    was_training = net.training
+    net.eval()
+    x = where.convert(batch["x"].to(system.device))  # 64-true: float64
+    with torch.no_grad():
+        maps = net.attention_maps(x)  # per layer (1, H, T, T)
+    net.train(was_training)
+    maps = [m[0].float().cpu() for m in maps]
+    x = batch["x"][0].cpu()
+    labels = _input_labels(x, extra=maps[0].shape[-1] - x.shape[0])
+    target = batch.get("y")
+    about = f", target {target[0].tolist()}" if target is not None and target.dim() == 1 else ""
+    title = (
+        f"attention of validation example {example} ({datamodule.name}{about}); "
+        "tick labels: position: input value"
+    )
+    _log_figure(where, "val/attention_maps", attention_figure(maps, labels, title))
+
+
 class AttentionMapLogger(L.Callback):
-    """After training, plots every layer's and head's attention on one validation example.
-
-    Only for networks that expose ``attention_maps`` (transformer backbones).
-    """
-
-    def __init__(self, example: int = 0) -> None:
-        self.example = example
+    """After training, plots every layer's and head's attention on one validation example."""
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self.plot(trainer, pl_module, getattr(trainer, "datamodule", None))
-
-    def plot(self, trainer: L.Trainer, pl_module: L.LightningModule, datamodule) -> None:
-        """The plot of ``pl_module``'s weights now, on ``datamodule``'s validation example,
-        written to ``trainer``'s run folder and loggers (a population member's is drawn by
-        the population, whose members' Trainers do not train)."""
-        net = getattr(pl_module, "net", None)
-        if datamodule is None or not hasattr(getattr(net, "backbone", None), "attention_maps"):
-            return
-        batch = datamodule.val_set[[self.example]]
-        if "x" not in batch:
-            return
-        was_training = net.training
-        net.eval()
-        x = trainer.precision_plugin.convert_input(batch["x"].to(pl_module.device))  # 64-true
-        with torch.no_grad():
-            maps = net.attention_maps(x)  # per layer (1, H, T, T)
-        net.train(was_training)
-        maps = [m[0].float().cpu() for m in maps]
-        x = batch["x"][0].cpu()
-        labels = _input_labels(x, extra=maps[0].shape[-1] - x.shape[0])
-        target = batch.get("y")
-        about = f", target {target[0].tolist()}" if target is not None and target.dim() == 1 else ""
-        title = (
-            f"attention of validation example {self.example} ({datamodule.name}{about}); "
-            "tick labels: position: input value"
-        )
-        _log_figure(trainer, "val/attention_maps", attention_figure(maps, labels, title))
+        plot_attention(pl_module, getattr(trainer, "datamodule", None), Drawing.of(trainer))

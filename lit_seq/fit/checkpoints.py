@@ -7,11 +7,8 @@
 - :func:`read_checkpoint`, :func:`check_fits` and :func:`resume_checkpoint` are what a fit
   checks before it resumes: the file is there, is a training checkpoint, fits the model; a
   run's unreadable ``last.ckpt`` gives way to its newest readable checkpoint.
-- :class:`ResumeState` saves what Lightning's checkpoint leaves out of an exact resume, the
-  RNG states, and flushes the CSV log first, so every row logged before a checkpoint is on
-  disk whenever the checkpoint is (``lit_seq.fit.csv_log`` continues that log on resume instead
-  of deleting it); :class:`RunCheckpoint` is a ModelCheckpoint whose state follows a run
-  folder that was moved.
+- :func:`rng_states` and :func:`set_rng_states`: what Lightning's checkpoint leaves out of
+  an exact resume, the RNG states (``fit.keeper`` saves them with the run's book).
 
 Errors are :class:`CheckpointError`, one line naming the file and what is wrong with it.
 """
@@ -23,12 +20,9 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-import lightning as L
 import numpy as np
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
-from lightning.pytorch.callbacks import ModelCheckpoint
-from lightning.pytorch.loggers import CSVLogger
 
 from lit_seq.util.errors import error_line
 from lit_seq.util.io import atomic_write_bytes
@@ -197,7 +191,7 @@ def _newest_readable(run_dir: Path, why_not_last: str) -> tuple[Path, int]:
 # ---- what an exact resume needs beyond Lightning's checkpoint --------------------------
 
 
-def _rng_states() -> dict:
+def rng_states() -> dict:
     """Every RNG a step may draw from, as tensors and plain values (``weights_only``-safe)."""
     name, keys, position, has_gauss, gauss = np.random.get_state()
     states = {
@@ -210,7 +204,7 @@ def _rng_states() -> dict:
     return states
 
 
-def _set_rng_states(states: dict) -> None:
+def set_rng_states(states: dict) -> None:
     torch.set_rng_state(states["torch"])
     version, internal, gauss = states["python"]
     random.setstate((version, tuple(internal), gauss))
@@ -218,126 +212,3 @@ def _set_rng_states(states: dict) -> None:
     np.random.set_state((name, keys.numpy().astype(np.uint32), position, has_gauss, cached))
     if "cuda" in states and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(states["cuda"])
-
-
-class ResumeState(L.Callback):
-    """Saves the RNG states with every checkpoint and restores them as a resumed fit starts
-    training (after everything that draws at set-up), so dropout masks continue as they
-    would have. Before each checkpoint it flushes the CSV log, which otherwise writes only
-    every 100 steps: the rows a resume keeps are then on disk whenever the checkpoint is."""
-
-    def __init__(self) -> None:
-        self._restore: dict | None = None
-
-    def state_dict(self) -> dict:
-        return {"rng": _rng_states()}
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        self._restore = state_dict.get("rng")
-
-    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if self._restore is not None:
-            _set_rng_states(self._restore)
-            self._restore = None
-
-    def on_save_checkpoint(self, trainer: L.Trainer, pl_module, checkpoint: dict) -> None:
-        for logger in trainer.loggers:
-            if isinstance(logger, CSVLogger):
-                logger.save()
-
-
-class RunCheckpoint(ModelCheckpoint):
-    """ModelCheckpoint of a run folder that may have moved since its checkpoints were saved.
-
-    Lightning drops the best score and the last path it restores when the checkpoint folder
-    has another path than when it saved (then writes ``last-v1.ckpt`` beside a stale
-    ``last.ckpt``). When this folder holds the files the state names, they are taken as
-    its own. The state key stays ModelCheckpoint's, so older checkpoints restore too.
-    """
-
-    @property
-    def state_key(self) -> str:
-        return super().state_key.replace(type(self).__qualname__, "ModelCheckpoint", 1)
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        old, new = state_dict.get("dirpath"), self.dirpath
-        best = state_dict.get("best_model_path")
-        if old and new and old != new and (not best or Path(new, Path(best).name).is_file()):
-            state_dict = _moved(state_dict, new)
-        super().load_state_dict(state_dict)
-
-
-def _moved(state: dict, folder: str) -> dict:
-    """ModelCheckpoint ``state`` with its file paths in ``folder`` (same file names)."""
-
-    def here(path: str | None) -> str | None:
-        return str(Path(folder, Path(path).name)) if path else path
-
-    paths = ("best_model_path", "kth_best_model_path", "last_model_path")
-    return {
-        **state,
-        "dirpath": folder,
-        **{key: here(state.get(key)) for key in paths if key in state},
-        "best_k_models": {here(p): v for p, v in (state.get("best_k_models") or {}).items()},
-    }
-
-
-class EarlyLast(L.Callback):
-    """Keeps ``last.ckpt`` from early on: every ``every_n_steps`` optimizer steps, and when
-    the fit raises between steps, so that ``--ckpt_path last`` resumes near where a fit
-    stopped, not from its last validation (and a fit killed before its first validation
-    has something to resume).
-
-    A step that is followed by a validation is left to the validation's own checkpoint
-    (saved after it: a resume then neither repeats nor skips that validation), and an error
-    inside a training step or a diverged fit (``FloatingPointError``) saves nothing: the
-    previous checkpoint is then the last state known to be whole.
-    """
-
-    def __init__(self, last_checkpoint: Path, every_n_steps: int) -> None:
-        self.last_checkpoint = Path(last_checkpoint)
-        self.every_n_steps = every_n_steps
-        self._saved_step = -1  # global step of the latest checkpoint saved in this fit
-        self._training = self._in_step = False
-
-    def on_save_checkpoint(self, trainer: L.Trainer, pl_module, checkpoint: dict) -> None:
-        self._saved_step = trainer.global_step  # any checkpoint: the ModelCheckpoint's too
-
-    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._training = True
-
-    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        self._training = False
-
-    def on_train_batch_start(self, trainer: L.Trainer, pl_module, batch, batch_idx) -> None:
-        self._in_step = True
-
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module, outputs, batch, batch_idx) -> None:
-        self._in_step = False
-        step = trainer.global_step
-        if step % self.every_n_steps == 0 and not _validates_now(trainer):
-            self._save(trainer)
-
-    def on_exception(self, trainer: L.Trainer, pl_module, exception: BaseException) -> None:
-        if self._training and not self._in_step and not isinstance(exception, FloatingPointError):
-            with contextlib.suppress(Exception):  # the error being raised is the one to tell
-                self._save(trainer)
-
-    def save_final(self, trainer: L.Trainer) -> None:
-        """After the fit: ``last.ckpt`` at the final step, unless one was saved there already
-        (overwriting that would change what a resume from it restores)."""
-        self._save(trainer)
-
-    def _save(self, trainer: L.Trainer) -> None:
-        if trainer.global_step > 0 and self._saved_step != trainer.global_step:
-            trainer.save_checkpoint(self.last_checkpoint, weights_only=False)
-
-
-def _validates_now(trainer: L.Trainer) -> bool:
-    """Whether Lightning validates after the training step that just ended (when unsure:
-    True, which leaves the checkpoint to the validation)."""
-    loop = trainer.fit_loop
-    try:
-        return bool(loop.epoch_loop._should_check_val_fx(loop._data_fetcher))
-    except Exception:  # noqa: BLE001 - Lightning internals: a later version may differ
-        return True

@@ -15,17 +15,9 @@ from lightning.pytorch import Trainer
 from lightning.pytorch.cli import LightningCLI, SaveConfigCallback
 
 from lit_seq.data import SyntheticDataModule
-from lit_seq.fit.callbacks import AttentionMapLogger, ConfusionMatrixLogger, TrainTimer
-from lit_seq.fit.checkpoints import (
-    CHECKPOINTS,
-    LAST,
-    AtomicCheckpointIO,
-    EarlyLast,
-    ResumeState,
-    RunCheckpoint,
-    discard_partial_writes,
-)
-from lit_seq.fit.csv_log import RunCSVLogger
+from lit_seq.fit.book import RunBook
+from lit_seq.fit.callbacks import AttentionMapLogger, ConfusionMatrixLogger
+from lit_seq.fit.checkpoints import AtomicCheckpointIO
 from lit_seq.fit.header import options_help
 from lit_seq.fit.input_checks import (
     NOT_CONFIG_KEYS,
@@ -40,21 +32,14 @@ from lit_seq.fit.input_checks import (
     unknown_key,
     with_config,
 )
+from lit_seq.fit.keeper import BookKeeper
 from lit_seq.fit.progress_bar import ThrottledRichProgressBar
-from lit_seq.fit.run_folder import (
-    check_not_in_use,
-    check_run,
-    lock_run_dir,
-    run_dir_path,
-    wandb_run_id,
-)
 from lit_seq.fit.scoring import RangeEval
 from lit_seq.fit.seeds import add_init_seed, initial_weights_rng, resolve_seeds, run_seed
-from lit_seq.fit.signals import StopOnSignal
 from lit_seq.fit.size_limit import check_size
-from lit_seq.fit.target import StopAtTarget, Target
-from lit_seq.fit.wandb_logger import GuardedWandbLogger, start_wandb_logger
-from lit_seq.fit.wandb_modes import resolve_wandb_mode, wandb_target
+from lit_seq.fit.target import Target
+from lit_seq.fit.wandb_logger import GuardedWandbLogger
+from lit_seq.fit.wandb_modes import resolve_wandb_mode
 from lit_seq.fit.wandb_options import WandbOptions
 from lit_seq.systems import SequenceSystem
 from lit_seq.util.checks import BadInput, check_int
@@ -78,9 +63,26 @@ class SaveAndLogConfig(SaveConfigCallback):
     def save_config(self, trainer: Trainer, pl_module, stage: str) -> None:
         for logger in trainer.loggers:
             if isinstance(logger, GuardedWandbLogger):
-                environment = fit_environment(trainer.strategy.root_device, trainer.precision)
-                config = resolved_config(self.config, pl_module)
-                logger.update_config({"cli": config, "environment": environment})
+                _log_config(logger, self.config, pl_module, trainer)
+
+
+def save_member_config(cli: "LitSeqCLI", trainer: Trainer) -> None:
+    """What :class:`SaveAndLogConfig` does, for a fit trained by ``trainer``, another's (a
+    population member's: the population's)."""
+    path = cli.book.run_dir / CONFIG_FILE
+    cli.parser.save(cli.config, str(path), skip_none=False, overwrite=True, multifile=False)
+    if cli.book.wandb is not None:
+        _log_config(cli.book.wandb, cli.config, cli.model, trainer)
+    # and what Lightning logs as a Trainer starts: the model's and the data's arguments
+    hparams = {**cli.model.hparams_initial, **cli.datamodule.hparams_initial}
+    for logger in cli.book.loggers:
+        logger.log_hyperparams(hparams)
+        logger.save()
+
+
+def _log_config(logger: GuardedWandbLogger, config, model, trainer: Trainer) -> None:
+    environment = fit_environment(trainer.strategy.root_device, trainer.precision)
+    logger.update_config({"cli": resolved_config(config, model), "environment": environment})
 
 
 def resolved_config(config, model: SequenceSystem) -> dict:
@@ -104,7 +106,8 @@ _PARSERS: dict[tuple, object] = {}
 
 
 class LitSeqCLI(LightningCLI):
-    """LightningCLI with lit_seq's run folder, loggers, checkpoints and data -> model links."""
+    """LightningCLI with lit_seq's options, checks and data -> model links; the run's
+    bookkeeping (folder, loggers, checkpoints, target, signals) is its ``book``."""
 
     def setup_parser(self, add_subcommands: bool, main_kwargs: dict, subparser_kwargs: dict):
         key = (type(self), add_subcommands, repr(main_kwargs), repr(subparser_kwargs))
@@ -187,106 +190,41 @@ class LitSeqCLI(LightningCLI):
         with initial_weights_rng(self.config.init_seed, run_seed(self.config)):
             super().instantiate_classes()
 
-    def instantiate_trainer(self, **kwargs) -> Trainer:
+    def open_book(self) -> None:
+        """Check the built data and system, then open the run's book (claims its folder)."""
         # data and system are built by now: only a good configuration gets a run folder
         self.seeds = resolve_seeds(self.config, self.datamodule)
-        self._check_inputs()
-        self._claim_run_folder()
-        try:
-            self._prepare_run_folder()
-            return self._build_trainer(**kwargs)
-        except BaseException:
-            self.run_lock.release()  # nothing will run here: the folder is free again
-            raise
-
-    def _check_inputs(self) -> None:
-        """Pairing, goals and precision, then the run folder read only: a refusal changes
-        nothing."""
         check_pairing(self.datamodule, self.model)
         checked(lambda: check_precision(self.config.trainer))
-        self.target, self.range_eval = check_goals(self.config, self.model)
         self.notes += batch_notes(self.datamodule)
-        self.run_dir = run_dir_path(self.config, self.datamodule.name, self.model.arch_name)
-        check_not_in_use(self.run_dir)
-        check_run(self.config, self.run_dir, self.model)
+        self.book = RunBook.open(
+            self.config, self.datamodule, self.model, self.wandb_mode, self.wandb, self.seeds
+        )
 
-    def _claim_run_folder(self) -> None:
-        """One run folder, one fit: held until run() ends (or this process does, kill -9 too)."""
-        self.run_lock = lock_run_dir(self.run_dir)
-
-    def _prepare_run_folder(self) -> None:
-        """Check again now that no other fit can change the folder; drop half-written files."""
-        self.resume = check_run(self.config, self.run_dir, self.model, announce=True)
-        discard_partial_writes(self.run_dir)
+    def instantiate_trainer(self, **kwargs) -> Trainer:
+        self.open_book()
+        try:
+            return self._build_trainer(**kwargs)
+        except BaseException:
+            self.book.lock.release()  # nothing will run here: the folder is free again
+            raise
 
     def _build_trainer(self, **kwargs) -> Trainer:
-        """Lightning's Trainer with the run folder's loggers, callbacks and atomic writes."""
+        """Lightning's Trainer with the book's loggers and keeper, plots and atomic writes."""
         trainer_config = self.config_init.get("trainer") or {}
         plugins = trainer_config.get("plugins") or []
-        return super().instantiate_trainer(
-            default_root_dir=str(self.run_dir),
-            logger=self._loggers(),
-            callbacks=self._callbacks(trainer_config),
-            plugins=[*(plugins if isinstance(plugins, list) else [plugins]), AtomicCheckpointIO()],
-            **kwargs,
-        )
-
-    def _callbacks(self, trainer_config: dict) -> list:
-        """The config's own callbacks, then checkpoints, timer, plots and the progress bar."""
-        folder = self.run_dir / CHECKPOINTS
-        checkpoint = RunCheckpoint(
-            dirpath=folder,
-            filename="best-{step}",
-            monitor="val/loss",
-            mode="min",
-            save_last=True,
-            enable_version_counter=False,  # one last.ckpt, never a last-v1.ckpt beside it
-        )
-        # after the ModelCheckpoint: at a validation step it stops once that one has saved
-        self.stop_on_signal = StopOnSignal(folder / LAST)
-        early = EarlyLast(folder / LAST, self.config.checkpoint_every)
-        callbacks = list(trainer_config.get("callbacks") or [])
-        callbacks += [checkpoint, early, self.stop_on_signal, ResumeState(), TrainTimer()]
-        if self.target.metric is not None:
-            callbacks.append(StopAtTarget(self.target))
+        self.keeper = BookKeeper(self.book)  # the book's one adapter to Lightning
+        callbacks = [*(trainer_config.get("callbacks") or []), self.keeper]
         callbacks += [ConfusionMatrixLogger(), AttentionMapLogger()]
         if trainer_config.get("enable_progress_bar") is not False:  # None means the default: on
             callbacks.append(ThrottledRichProgressBar())
-        return callbacks
-
-    def _loggers(self) -> list:
-        """CSV always; W&B unless off, and only if it starts (else ``wandb_error`` says why).
-
-        A resume continues the W&B run of the fit it resumes (its id is in the run folder).
-        """
-        loggers = [RunCSVLogger(self.run_dir, self.resume.step if self.resume else None)]
-        self.wandb_error = ""
-        if self.wandb_mode != "off":
-            project, entity = wandb_target(self.wandb.project, self.wandb.entity)
-            wandb_logger, self.wandb_error = start_wandb_logger(
-                self.wandb_mode,
-                project=project,
-                entity=entity,
-                name=self.run_dir.name,
-                save_dir=str(self.run_dir),
-                id=wandb_run_id(self.run_dir, resuming=self.resume is not None),
-                job_type="train",
-                group=self.wandb.group,
-                tags=list(self.wandb.tags),
-                config=dict(self.wandb.config),
-                log_model=self.wandb.log_model,
-                save_requirements=self.wandb.save_requirements,
-            )
-            if wandb_logger is not None:  # known now, before any training: else, without W&B
-                metrics = self.model.build_metrics().items()
-                best = {f"val/{k}": bool(m.higher_is_better) for k, m in metrics}
-                wandb_logger.define_best({"val/loss": False, **best})
-                # the backbone by its name: a plug-in's own, where the config's arch is unused
-                arch = self.model.arch_name
-                wandb_logger.update_config({"arch_name": arch, **self.seeds})
-                wandb_logger.update_summary({"params": self.model.num_parameters, "arch": arch})
-                loggers.append(wandb_logger)
-        return loggers
+        return super().instantiate_trainer(
+            default_root_dir=str(self.book.run_dir),
+            logger=self.book.loggers,
+            callbacks=callbacks,
+            plugins=[*(plugins if isinstance(plugins, list) else [plugins]), AtomicCheckpointIO()],
+            **kwargs,
+        )
 
 
 class CheckCLI(LitSeqCLI):
@@ -344,11 +282,13 @@ def _make_cli(cli_class: type[LitSeqCLI], args: list[str]) -> LitSeqCLI:
         raise BadInput(one_line(err)) from None
 
 
-def build_cli(args: list[str] | None = None) -> LitSeqCLI:
-    """Parse ``args`` and instantiate data, model and trainer; raise BadInput on bad input."""
+def build_cli(args: list[str] | None = None, kind: type[LitSeqCLI] = LitSeqCLI) -> LitSeqCLI:
+    """Parse ``args`` and instantiate data, model and trainer; raise BadInput on bad input.
+
+    ``kind``: a subclass that builds otherwise (a population's member: no Trainer)."""
     if torch.cuda.is_available():
         torch.set_float32_matmul_precision("high")
-    return _make_cli(LitSeqCLI, with_config(args))
+    return _make_cli(kind, with_config(args))
 
 
 def check_config(args: list[str]) -> CheckCLI:

@@ -2,7 +2,7 @@
 
 Lightning's CSVLogger deletes the file it starts in, so a resume lost every row logged
 before the kill. :class:`RunCSVLogger` keeps the rows of the steps before the checkpoint it
-resumes from (``checkpoints.ResumeState`` flushes the log with every checkpoint, so they are
+resumes from (the run's book (``fit.book``) flushes the log with every checkpoint, so they are
 on disk) and drops the later ones, which the resumed fit logs again: no step twice. It
 overrides two methods of Lightning's ``ExperimentWriter`` (``_check_log_dir_exists`` and
 ``_rewrite_with_new_header``): private, so a Lightning upgrade must keep
@@ -74,7 +74,7 @@ class RunCSVLogger(CSVLogger):
 
     Lightning's CSVLogger deletes the ``metrics.csv`` it starts in. Resumed from a
     checkpoint of step ``resume_step``, this one keeps the rows of the steps before it (all
-    on disk: :class:`ResumeState` flushed them with the checkpoint) and drops the later ones,
+    on disk: the run's book flushed them with the checkpoint) and drops the later ones,
     which the resumed fit logs again, so no step appears twice.
     """
 

@@ -15,9 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import lightning as L
-
-from lit_seq.fit.callbacks import TrainTimer
 from lit_seq.util.checks import BadInput, check_choice, check_int
 
 TARGET_MODES = ("max", "min")
@@ -61,11 +58,11 @@ def check_target(target: Target, validation_metrics: list[str]) -> None:
         raise BadInput(str(err)) from None
 
 
-class StopAtTarget(L.Callback):
-    """Watches ``target.metric`` after every validation; stops the fit when it holds.
+class StopAtTarget:
+    """The target streak of a run: ``target.metric`` counted after every validation.
 
     Its state (the running streak, where it began, whether it held) is saved with every
-    checkpoint, so a resumed fit counts on where the interrupted one left off.
+    checkpoint (``fit.book.RunBook``), so a resumed fit counts on where it left off.
     """
 
     def __init__(self, target: Target) -> None:
@@ -78,19 +75,9 @@ class StopAtTarget(L.Callback):
         t = self.target
         return value >= t.threshold if t.mode == "max" else value <= t.threshold
 
-    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if trainer.sanity_checking or self.reached is not None:
-            return
-        value = trainer.callback_metrics.get(self.target.metric)
-        timer = next(c for c in trainer.callbacks if isinstance(c, TrainTimer))
-        seconds = timer.elapsed()
-        if self.observe(None if value is None else float(value), trainer.global_step, seconds):
-            trainer.should_stop = True
-
     def observe(self, value: float | None, step: int, seconds: float) -> bool:
         """Count one validation's ``value`` (at optimizer ``step``, training ``seconds``) into
-        the streak; True when the target holds now and the fit is to stop. What a solo fit's
-        hook does, and what a population does for each member (``lit_seq.population``)."""
+        the streak; True when the target holds now and the fit is to stop."""
         if self.reached is not None:
             return False
         if value is None or not self._hit(value):

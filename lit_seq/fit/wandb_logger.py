@@ -13,10 +13,13 @@ before the first training step, not half-way through. Online, ``wandb.init`` wai
 import contextlib
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from lightning.pytorch.loggers import WandbLogger
 
-from lit_seq.fit.wandb_modes import WANDB_INIT_TIMEOUT_S, wandb_run_path
+from lit_seq.fit.run_folder import wandb_run_id
+from lit_seq.fit.wandb_modes import WANDB_INIT_TIMEOUT_S, wandb_run_path, wandb_target
+from lit_seq.fit.wandb_options import WandbOptions
 from lit_seq.util.errors import error_line
 
 
@@ -95,13 +98,24 @@ class GuardedWandbLogger(WandbLogger):
     def log_image(self, key, images, step=None, **kwargs) -> None:
         self._guard(lambda: super(GuardedWandbLogger, self).log_image(key, images, step, **kwargs))
 
-    def after_save_checkpoint(self, checkpoint_callback) -> None:
-        self._guard(
-            lambda: super(GuardedWandbLogger, self).after_save_checkpoint(checkpoint_callback)
-        )
-
     def finalize(self, status: str) -> None:
         self._guard(lambda: super(GuardedWandbLogger, self).finalize(status))
+
+    def log_checkpoints(self, files: dict) -> None:
+        """Upload checkpoint ``files`` (alias -> path; missing ones skipped) as one model
+        artifact of the run (``--wandb_log_model``)."""
+
+        def upload() -> None:
+            import wandb
+
+            artifact = wandb.Artifact(name=f"model-{self.experiment.id}", type="model")
+            kept = [(alias, Path(p)) for alias, p in files.items() if p and Path(p).is_file()]
+            for alias, path in kept:
+                artifact.add_file(str(path), name=f"{alias}-{path.name}")
+            if kept:
+                self.experiment.log_artifact(artifact, aliases=[a for a, _ in kept])
+
+        self._guard(upload)
 
     def run_path(self) -> str:
         """Where the W&B run is (see ``wandb_run_path``); "" if it never started or failed."""
@@ -118,6 +132,40 @@ class GuardedWandbLogger(WandbLogger):
             code = exit_code or (1 if self.error else 0)
             with contextlib.suppress(Exception):  # nothing left to tell if this fails too
                 self.experiment.finish(exit_code=code)
+
+
+def start_run_wandb(
+    options: WandbOptions, mode: str, run_dir: Path, model, *, resuming: bool, seeds: dict
+) -> tuple[GuardedWandbLogger | None, str]:
+    """The W&B logger of the fit in ``run_dir`` by ``options`` (None when off or when W&B
+    cannot start), and one line saying what went wrong ("" if nothing did). A resume
+    continues the W&B run of the fit it resumes (its id is in the run folder); its config
+    names the backbone and the run's ``seeds``."""
+    if mode == "off":
+        return None, ""
+    project, entity = wandb_target(options.project, options.entity)
+    logger, error = start_wandb_logger(
+        mode,
+        project=project,
+        entity=entity,
+        name=run_dir.name,
+        save_dir=str(run_dir),
+        id=wandb_run_id(run_dir, resuming=resuming),
+        job_type="train",
+        group=options.group,
+        tags=list(options.tags),
+        config=dict(options.config),
+        save_requirements=options.save_requirements,
+    )
+    if logger is not None:  # known now, before any training: else, without W&B
+        metrics = model.build_metrics().items()
+        best = {f"val/{k}": bool(m.higher_is_better) for k, m in metrics}
+        logger.define_best({"val/loss": False, **best})
+        # the backbone by its name: a plug-in's own, where the config's arch is unused
+        arch = model.arch_name
+        logger.update_config({"arch_name": arch, **seeds})
+        logger.update_summary({"params": model.num_parameters, "arch": arch})
+    return logger, error
 
 
 def start_wandb_logger(

@@ -1,4 +1,4 @@
-"""K members' data loaders in lockstep: batch i of the population is every member's batch i.
+"""K members' data in lockstep: batch i of the population is every member's batch i.
 
 Each member keeps its own loader (its own data, drawn from its seed, and its own seeded,
 resumable batch order, ``lit_seq.data.loaders``); this hands Lightning one loader whose
@@ -7,6 +7,7 @@ batches are the members' batches stacked along a new first dimension, ``(K, B, .
 
 from __future__ import annotations
 
+import lightning as L
 import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
@@ -70,3 +71,29 @@ def stack_batches(batches: list[dict[str, Tensor]]) -> dict[str, Tensor]:
 def member_batch(batch: dict[str, Tensor], k: int) -> dict[str, Tensor]:
     """Member ``k``'s batch out of a stacked one."""
     return {name: tensor[k] for name, tensor in batch.items()}
+
+
+class PopulationData(L.LightningDataModule):
+    """The members' data modules as one: their loaders in lockstep."""
+
+    def __init__(self, members: list[L.LightningDataModule]) -> None:
+        super().__init__()
+        self.members = members
+        self.train_loader: StackedLoader | None = None
+
+    def setup(self, stage: str) -> None:
+        for dm in self.members:
+            dm.trainer = self.trainer  # where the data lives (on a GPU, on the device)
+            dm.setup(stage)
+
+    def train_dataloader(self) -> StackedLoader:
+        self.train_loader = StackedLoader([dm.train_dataloader() for dm in self.members])
+        return self.train_loader
+
+    def val_dataloader(self) -> StackedLoader:
+        return StackedLoader([dm.val_dataloader() for dm in self.members])
+
+    def test_dataloader(self) -> list[StackedLoader]:
+        """One loader per test set: every member's set of that length, in lockstep."""
+        sets = [dm.test_dataloader() for dm in self.members]
+        return [StackedLoader(list(loaders)) for loaders in zip(*sets, strict=True)]

@@ -1,132 +1,178 @@
-"""Each member of a population is still a run: its folder, logs, checkpoints, W&B and record.
+"""Each member of a population is still a run: its own book, called by the population's loop.
 
-A member is built by the fit's own CLI from its own arguments (``lit_seq.fit.build_cli``):
-the same run folder (locked), config.yaml, CSV log and W&B run a solo fit gets. The
-population trains it; :class:`MemberRun` does with its scores what a solo fit's callbacks
-do: logs ``train/loss`` and ``lr`` on the steps a solo fit writes them and every
-validation's scores, keeps the checkpoint of the lowest ``val/loss`` and ``last.ckpt`` in
-the solo format, counts its target streak, and stops it when the target holds or its
-validation loss is not finite (diverged: a failed member). At the end the member is tested
-and recorded by the solo fit's own code (``lit_seq.fit.run.test_and_record``).
+A member is built by the fit's own CLI from its own arguments, so it has the
+:class:`~lit_seq.fit.book.RunBook` a solo fit has (run folder, lock, CSV log, W&B run,
+target, checkpoint policy). :class:`MembersKeeper` is the population's one callback: it
+hands each member's book what the shared loop did for that member, with the verbs a solo
+fit's ``BookKeeper`` uses, so a member logs, checkpoints (``last.ckpt`` every
+``checkpoint_every`` steps, the best by ``val/loss``), counts its target streak, meets the
+divergence rule and stops at a signal exactly as its solo run would. A member that stops
+(target, divergence) is no longer updated; the others go on.
 """
 
 from __future__ import annotations
 
-import math
-from pathlib import Path
+import contextlib
 
-from lightning.pytorch.cli import SaveConfigCallback
-from lightning.pytorch.loggers import CSVLogger
+import lightning as L
+import torch
+from lightning.pytorch.callbacks import Checkpoint
 
-from lit_seq.fit.callbacks import AttentionMapLogger
-from lit_seq.fit.checkpoints import CHECKPOINTS, LAST
-from lit_seq.fit.cli import LitSeqCLI
-from lit_seq.fit.run import Trained, print_header, test_and_record
-from lit_seq.fit.target import StopAtTarget
-from lit_seq.fit.wandb_logger import GuardedWandbLogger
-from lit_seq.record import FitResult, diverged_loss
-from lit_seq.systems.base import divergence
+from lit_seq.fit.book import BOOK_STATE_KEY, RunBook
+from lit_seq.fit.checkpoints import LAST
+from lit_seq.fit.keeper import validates_now
+from lit_seq.fit.signals import SignalCatcher
+from lit_seq.population.system import PopulationSystem, stacked_name
 
 
-class MemberRun:
-    """The run of one member of a population: its bookkeeping from scores to record.
+class MembersKeeper(Checkpoint):
+    """The population's hooks, handed to every member's book that is still training.
 
     Args:
-        cli: the member's fit, built (not run) by ``lit_seq.fit.build_cli``.
-        save: writes the member's checkpoint (solo format) to a path: ``save(path)``.
+        books: the members' books, in row order.
+        save: ``save(k, path)`` writes member k's checkpoint (solo format) to ``path``.
+
+    ``errors[k]``: what member k failed with (its divergence), None while it has not.
     """
 
-    def __init__(self, cli: LitSeqCLI, save) -> None:
-        self.cli = cli
-        self._save = save
-        self.folder = Path(cli.run_dir) / CHECKPOINTS
-        self.best_score = math.inf
-        self.best_path = ""
-        self.stopper = next((c for c in cli.trainer.callbacks if isinstance(c, StopAtTarget)), None)
-        self.error = ""  # why it failed ("" while it has not)
-        self.steps = 0
-        self.seconds = 0.0
-        self.last_train_loss: float | None = None
-        self.done = False  # stopped updating before the population ended (target, divergence)
+    def __init__(self, books: list[RunBook], save) -> None:
+        self.books = books
+        for k, book in enumerate(books):
+            book.save = lambda path, k=k: save(k, path)
+        self.done = [False] * len(books)  # stopped updating (target reached, diverged)
+        self.errors: list[BaseException | None] = [None] * len(books)
+        self.signals = SignalCatcher(lambda: (books[0].folder / LAST).is_file())
+        self._training = self._in_step = False
 
-    def start(self) -> None:
-        """The header a solo fit prints, and config.yaml written as a solo fit writes it."""
-        print_header(self.cli)
-        for callback in self.cli.trainer.callbacks:
-            if isinstance(callback, SaveConfigCallback):
-                callback.setup(self.cli.trainer, self.cli.model, stage="fit")
+    def active(self) -> list[RunBook]:
+        return [book for book, done in zip(self.books, self.done, strict=True) if not done]
 
-    def save(self, path: Path) -> None:
-        """Write the member's checkpoint to ``path``, its CSV rows first: a resume keeps the
-        rows of the steps before its checkpoint (what ``ResumeState`` does for a solo fit)."""
-        for logger in self.cli.trainer.loggers:
-            if isinstance(logger, CSVLogger):
-                logger.save()
-        self._save(path)
+    def _saved(self, step: int) -> bool:
+        return all(book.saved_step == step for book in self.active())
 
-    def log(self, metrics: dict, step: int) -> None:
-        for logger in self.cli.trainer.loggers:
-            logger.log_metrics(metrics, step=step)
+    def _save_active(self) -> None:
+        for book in self.active():
+            book.save_last()
 
-    def on_train_step(self, step: int, epoch: int, loss: float, lr: float, seconds: float):
-        """After optimizer step ``step`` (1-based: steps taken): log on a solo fit's steps."""
-        self.steps, self.seconds = step, seconds
-        self.last_train_loss = loss
-        member = self.cli.model  # its divergence bound, kept (and saved) as a solo fit keeps it
-        if member.first_train_loss is None:
-            member.first_train_loss = loss
-        every, last = self.cli.trainer.log_every_n_steps, self.cli.trainer.max_steps
-        if step % every == 0 or step == last:
-            self.log({"train/loss": loss, "lr": lr, "epoch": epoch}, step=step - 1)
+    def on_train_start(self, trainer: L.Trainer, pl_module) -> None:
+        for book in self.books:
+            book.start()
+        self.signals.start_training()
+        self._training = True
 
-    def on_validation(self, step: int, epoch: int, seconds: float, scores: dict) -> bool:
-        """This validation's scores; True when the member stops here."""
-        self.log({**scores, "epoch": epoch}, step=step)
-        # the rule and the words of a solo fit (SequenceSystem.on_validation_epoch_end)
-        member = self.cli.model
-        losses = {"val/loss": scores["val/loss"], "train/loss": self.last_train_loss}
-        for name, loss in losses.items():
-            if loss is not None and (why := divergence(loss, member.first_train_loss)):
-                self.error = f"{name} {why} at step {step}: training diverged"
-                self.done = True
-                return True
-        val_loss = scores["val/loss"]
-        if val_loss < self.best_score:  # ModelCheckpoint(monitor=val/loss, mode=min), top 1
-            path = self.folder / f"best-step={step}.ckpt"
-            self.save(path)
-            if self.best_path and Path(self.best_path) != path:
-                Path(self.best_path).unlink(missing_ok=True)
-            self.best_score, self.best_path = val_loss, str(path)
-        self.save(self.folder / LAST)
-        stopper = self.stopper
-        value = scores.get(stopper.target.metric) if stopper else None
-        if stopper is not None and stopper.observe(value, step, seconds):
-            self.done = True
-            return True
-        return False
+    def on_train_batch_start(self, trainer: L.Trainer, pl_module, batch, batch_idx) -> None:
+        self._in_step = True
+        if self.signals.signum is not None and self._saved(trainer.global_step):
+            self.signals.stop(trainer.global_step)
 
-    def finish(self, failure: BaseException | None = None) -> FitResult | BaseException:
-        """Test and record the member (or record why it failed); unlock its folder."""
-        status, exit_code, outcome = "failed", 1, failure
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module, outputs, batch, batch_idx) -> None:
+        self._in_step = False
+        adam = pl_module.optimizer
+        losses, steps = pl_module.last_losses.tolist(), adam.steps.tolist()  # one copy each
+        validates = validates_now(trainer)
+        every, last = trainer.log_every_n_steps, trainer.max_steps
+        for k, book in enumerate(self.books):
+            if self.done[k]:
+                continue
+            step = steps[k]
+            if step % every == 0 or step == last:  # the steps a solo fit writes
+                # the rate this step used (current_lrs is already the next step's)
+                lr = adam.members[k].lr * adam.members[k].factor(step - 1)
+                metrics = {"train/loss": losses[k], "lr": lr, "epoch": trainer.current_epoch}
+                book.log(metrics, step=step - 1)
+            book.after_step(step, losses[k], validates)
+        if self.signals.signum is not None:
+            self._save_active()
+
+    def after_validation(self, k: int, scores: dict, epoch: int) -> bool:
+        """Member ``k``'s validation ``scores``; True when it stops there."""
+        book = self.books[k]
+        book.log({**scores, "epoch": epoch}, step=book.step)
         try:
-            if failure is None and not self.error:
-                self.save(self.folder / LAST)
-                for callback in self.cli.trainer.callbacks:  # what a solo fit's train end draws
-                    if isinstance(callback, AttentionMapLogger):
-                        callback.plot(self.cli.trainer, self.cli.model, self.cli.datamodule)
-                trained = Trained(self.steps, self.seconds, self.steps)
-                last = str(self.folder / LAST)  # just saved: the final parameters
-                outcome = test_and_record(self.cli, self.best_path, trained, last=last)
-                status, exit_code = ("diverged", 1) if diverged_loss(outcome.metrics) else ("ok", 0)
-            elif failure is None:
-                outcome = FloatingPointError(self.error)
-                status = "diverged"
-        except Exception as err:  # noqa: BLE001 - the member fails; the others are recorded
-            outcome = err
-        finally:
-            for logger in self.cli.trainer.loggers:
-                if isinstance(logger, GuardedWandbLogger):
-                    logger.update_summary({"status": status, "steps": self.steps})
-                    logger.finish(exit_code=exit_code)
-            self.cli.run_lock.release()
-        return outcome
+            stop = book.after_validation(scores)
+        except FloatingPointError as err:  # the divergence rule: the member fails
+            self.errors[k] = err
+            book.timer.stop(book.step)
+            self.done[k] = True
+            return True
+        if stop:
+            book.end_training()
+            self.done[k] = True
+        return stop
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module) -> None:
+        if self.signals.signum is not None and self._training:
+            self._save_active()
+            self.signals.stop(trainer.global_step)
+
+    def on_train_end(self, trainer: L.Trainer, pl_module) -> None:
+        self._training = self.signals.training = False
+        for book in self.active():
+            book.end_training()
+        if self.signals.signum is not None:
+            self._save_active()
+            self.signals.stop(trainer.global_step)
+
+    def on_exception(self, trainer: L.Trainer, pl_module, exception: BaseException) -> None:
+        if self._training and not self._in_step and not isinstance(exception, FloatingPointError):
+            with contextlib.suppress(Exception):  # the error being raised is the one to tell
+                self._save_active()
+        self._training = self.signals.training = False
+        for book in self.active():
+            book.timer.stop(book.step)
+
+
+def member_checkpoint(
+    trainer: L.Trainer, population: PopulationSystem, k: int, book: RunBook
+) -> dict:
+    """Member ``k``'s checkpoint in the solo format: its weights, hyperparameters, optimizer
+    and schedule state (torch's Adam / AdamW and LambdaLR, as its solo fit saves them) and
+    the loop's position with its own loader's."""
+    member = population.sync_member(k)
+    adam = population.optimizer
+    steps = int(adam.steps[k])
+    optimizer, schedule = member.build_optimizer(
+        int(trainer.estimated_stepping_batches), clips=bool(trainer.gradient_clip_val)
+    )
+    for name, param in member.named_parameters():
+        state = adam.state.get(population.stacked[stacked_name(name)])
+        if state:
+            optimizer.state[param] = {
+                "step": torch.tensor(float(steps)),
+                "exp_avg": state["exp_avg"][k].clone(),
+                "exp_avg_sq": state["exp_avg_sq"][k].clone(),
+            }
+    lr = adam.current_lrs()[k]
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    schedule.last_epoch, schedule._step_count, schedule._last_lr = steps, steps + 1, [lr]
+    loop = trainer.fit_loop.state_dict()
+    # a solo fit's scheduler steps with its optimizer; the population's has no scheduler
+    this_epoch = loop["epoch_loop.batch_progress"]["current"]["completed"]
+    loop["epoch_loop.scheduler_progress"] = {
+        "total": {"ready": steps, "completed": steps},
+        "current": {"ready": this_epoch, "completed": this_epoch},
+    }
+    loaders = loop.get("state_dict", {}).get("combined_loader")
+    if loaders:  # the population's loader state -> this member's
+        loop["state_dict"]["combined_loader"] = [
+            state["members"][k] if isinstance(state, dict) and "members" in state else state
+            for state in loaders
+        ]
+    return {
+        "epoch": trainer.current_epoch,
+        "global_step": steps,
+        "pytorch-lightning_version": L.__version__,
+        "state_dict": member.state_dict(),
+        "loops": {
+            "fit_loop": loop,
+            "validate_loop": trainer.validate_loop.state_dict(),
+            "test_loop": trainer.test_loop.state_dict(),
+            "predict_loop": trainer.predict_loop.state_dict(),
+        },
+        "callbacks": {BOOK_STATE_KEY: book.state_dict()},  # what a solo fit's keeper saves
+        "optimizer_states": [optimizer.state_dict()],
+        "lr_schedulers": [schedule.state_dict()],
+        "hparams_name": "kwargs",
+        "hyper_parameters": dict(member.hparams),
+    }

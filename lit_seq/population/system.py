@@ -8,7 +8,8 @@ step (``optimizer.PopulationAdam``: each member its own rate, schedule and weigh
 clipped by its own gradient norm). Validation runs each member's own ``evaluate`` with its
 current weights, so a member's scores are computed by the code that scores its solo run;
 what happens with them (logs, checkpoints, target, divergence) is the member's business
-(``members.MemberRun``).
+(each member's ``RunBook``, through ``members.MembersKeeper``). A test scores each member on
+its own test sets, one pass over each for all.
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ class PopulationSystem(L.LightningModule):
         on_validation: called after each validation with ``(k, {"val/loss": ..., ...})`` for
             every member still training; it returns True when member k stops there.
 
-    ``last_losses`` holds the (K,) losses of the latest training step.
+    ``last_losses`` holds the (K,) losses of the latest training step. A test
+    (``Trainer.test``) scores the members listed in ``tested`` on their own test sets, each
+    with its own ``evaluate``, into ``test_results``.
     """
 
     def __init__(
@@ -72,6 +75,9 @@ class PopulationSystem(L.LightningModule):
         self.on_validation = on_validation
         self._val_sums: list[list] = []
         self.last_losses: Tensor | None = None
+        self.tested: list[int] = []  # the members a test scores (those that did not fail)
+        self._test_sums: dict[int, dict] = {}
+        self.test_results: dict[int, dict[str, float]] = {}  # per member: what it scored
 
     # -- what the members' weights are ---------------------------------------------------
 
@@ -139,6 +145,32 @@ class PopulationSystem(L.LightningModule):
                 self.optimizer.stop(k)
         if not self.optimizer.active.any():
             self.trainer.should_stop = True
+
+    # -- the test: every member's own test sets, one pass over each for all -----------------
+
+    def on_test_epoch_start(self) -> None:
+        self._test_sums = {k: {} for k in self.tested}
+        self.test_results = {k: {} for k in self.tested}
+
+    def test_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
+        for k in self.tested:
+            member = self.members[k]
+            prefix = list(member.test_metrics.keys())[dataloader_idx]
+            one = member_batch(batch, k)
+            loss = member.evaluate(one, member.test_metrics[prefix])
+            size = next(iter(one.values())).shape[0]
+            total, count = self._test_sums[k].get(prefix, (0.0, 0))
+            self._test_sums[k][prefix] = (total + loss.mean() * size, count + size)
+
+    def on_test_epoch_end(self) -> None:
+        # what a solo test logs: each set's mean loss (weighted by batch size), its metrics
+        for k in self.tested:
+            member, results = self.members[k], self.test_results[k]
+            for prefix, (total, count) in self._test_sums[k].items():
+                results[f"{prefix}/loss"] = float(total / count)
+                metrics = member.test_metrics[prefix]
+                results |= {name: float(v) for name, v in metrics.compute().items()}
+                metrics.reset()
 
     def configure_optimizers(self):
         total = int(self.trainer.estimated_stepping_batches) if self._trainer else 1

@@ -215,10 +215,6 @@ class SequenceSystem(L.LightningModule):
         self.val_metrics = self.build_metrics().clone(prefix="val/")
         # one metric collection per test set, created in setup() once the data is known
         self.test_metrics = nn.ModuleDict()
-        # what divergence() compares with: the first training loss (kept in checkpoints,
-        # so a resume keeps the bound) and the latest one (a tensor: no sync per step)
-        self.first_train_loss: float | None = None
-        self._last_train_loss: Tensor | None = None
         # positions the network adds to a sequence (a cls / empty token): make_backbone's
         self._extra_positions = 0
 
@@ -316,7 +312,11 @@ class SequenceSystem(L.LightningModule):
         return metrics
 
     def setup(self, stage: str) -> None:
-        datamodule = getattr(self.trainer, "datamodule", None)
+        self.prepare_tests(getattr(self.trainer, "datamodule", None))
+
+    def prepare_tests(self, datamodule) -> None:
+        """One metric collection per test set of ``datamodule`` (what a population's members
+        get without a Trainer of their own)."""
         prefixes = getattr(datamodule, "test_prefixes", ["test"])
         lengths = getattr(datamodule, "test_lengths", [0] * len(prefixes))
         train_length = getattr(datamodule, "train_length", 0)
@@ -327,9 +327,6 @@ class SequenceSystem(L.LightningModule):
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         loss = self.loss(batch)
-        self._last_train_loss = loss.detach()
-        if self.first_train_loss is None:
-            self.first_train_loss = float(loss.detach())  # one wait for the device, once
         # each self.log costs ~1 ms of Lightning bookkeeping: log only on the steps loggers
         # write, and on the last one (the progress bar ends on the final loss)
         if self._written_this_step():
@@ -348,27 +345,6 @@ class SequenceSystem(L.LightningModule):
         self.log("val/loss", loss, prog_bar=True)
         if batch_idx == 0:  # see test_step
             self.log_dict(self.val_metrics)
-
-    def on_validation_epoch_end(self) -> None:
-        # a diverged run must fail loudly so a grid records it instead of a table of NaNs,
-        # every architecture by the same rule (divergence): before its checkpoint is saved
-        if self.trainer.sanity_checking:
-            return
-        losses = {
-            "val/loss": self.trainer.callback_metrics.get("val/loss"),
-            "train/loss": self._last_train_loss,
-        }
-        for name, loss in losses.items():
-            if loss is not None and (why := divergence(float(loss), self.first_train_loss)):
-                raise FloatingPointError(
-                    f"{name} {why} at step {self.global_step}: training diverged"
-                )
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        checkpoint["first_train_loss"] = self.first_train_loss
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        self.first_train_loss = checkpoint.get("first_train_loss", self.first_train_loss)
 
     def test_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
         prefix = list(self.test_metrics.keys())[dataloader_idx]

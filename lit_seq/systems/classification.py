@@ -51,8 +51,8 @@ class SequenceClassification(SequenceSystem):
         )
         self.confusion = nn.ModuleDict()  # test prefix -> its confusion matrix, in setup()
 
-    def setup(self, stage: str) -> None:
-        super().setup(stage)
+    def prepare_tests(self, datamodule) -> None:
+        super().prepare_tests(datamodule)
         for prefix in self.test_metrics:
             if prefix not in self.confusion:
                 n = self.hparams.out_features

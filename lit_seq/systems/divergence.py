@@ -12,8 +12,8 @@ def divergence(loss: float, first_loss: float | None) -> str:
     """Why ``loss`` says that training diverged, as the words that follow the loss's name
     (``is nan``, ``is 2.8e+30 (over 1e+06 x the first training loss, 0.693)``), else "".
 
-    The one rule of every fit (``SequenceSystem.on_validation_epoch_end``, for ``val/loss``
-    and the latest ``train/loss``) and of a population's members: not finite, or more than
+    The one rule of every run, solo or a population's member (``lit_seq.fit.book``, for
+    ``val/loss`` and the latest ``train/loss`` at every validation): not finite, or more than
     ``DIVERGED_FACTOR`` x ``first_loss`` (the first training step's loss; None when not
     known: then only the first part applies).
     """
