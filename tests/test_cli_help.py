@@ -12,7 +12,7 @@ from lit_seq.fit import BadInput, build_cli
 from lit_seq.fit.header import options_help
 from lit_seq.models import BACKBONES, POS_MODES, READOUTS
 from lit_seq.systems import SequenceClassification, SequenceSystem
-from lit_seq.systems.base import OPTIMIZERS
+from lit_seq.systems.optimizers import OPTIMIZERS
 from lit_seq.systems.schedules import SCHEDULES
 from tests.helpers import REPO
 

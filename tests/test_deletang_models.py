@@ -1,6 +1,6 @@
 """Delétang et al. 2023's models and scoring as options, each against a reference computation:
 post-LN blocks and sqrt(d) input scaling (``norm``, ``embed_scale``), haiku's LSTM forget
-bias (``forget_bias``), the one-hot input without an embedding (``input_embedding``), the
+bias (``forget_bias``), haiku's ReLU VanillaRNN (``nonlinearity``), the one-hot input without an embedding (``input_embedding``), the
 ReLU before the output layer (``readout_relu``), and scoring the final parameters
 (``--score_weights last``)."""
 
@@ -119,6 +119,34 @@ def test_forget_bias_is_refused_for_the_rnn_cell():
         RecurrentBackbone(d_model=D, cell="rnn", forget_bias=1.0)
 
 
+# -- RNN: haiku's VanillaRNN, a ReLU recurrence -----------------------------------------------
+
+
+def test_relu_rnn_is_the_hand_computed_relu_recurrence_fused_and_unrolled():
+    torch.manual_seed(0)
+    ours = RecurrentBackbone(d_model=D, cell="rnn", input_size=3, nonlinearity="relu").eval()
+    r = ours.rnn
+    x = torch.randn(B, T, 3)
+    h, states = torch.zeros(B, D), []
+    for t in range(T):  # h_t = relu(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh), h_0 = 0
+        h = torch.relu(
+            x[:, t] @ r.weight_ih_l0.T + r.bias_ih_l0 + h @ r.weight_hh_l0.T + r.bias_hh_l0
+        )
+        states.append(h)
+    expected = torch.stack(states, dim=1).detach()
+    assert (expected == 0).any() and (expected > 0).any()  # the ReLU cuts, and passes
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x), expected, atol=1e-6, rtol=1e-5)
+
+
+def test_unrolled_relu_rnn_equals_torch_nn_rnn_relu_in_float64():
+    torch.manual_seed(0)
+    rnn = nn.RNN(3, D, num_layers=2, nonlinearity="relu", batch_first=True).double()
+    x = torch.randn(B, T, 3, dtype=torch.float64)
+    with torch.no_grad():
+        torch.testing.assert_close(unrolled(rnn, x), rnn(x)[0], atol=1e-12, rtol=1e-12)
+
+
 # -- one-hot input without an embedding, and the ReLU before the readout ---------------------
 
 
@@ -197,6 +225,15 @@ def test_readout_relu_drops_the_negative_outputs_before_the_output_layer():
             dict(arch="rnn", forget_bias=1.0),
             "forget_bias=1.0 only applies to arch='lstm', not 'rnn'",
         ),
+        *[
+            (
+                "classification",
+                dict(arch=arch, nonlinearity="relu"),
+                f"nonlinearity='relu' only applies to arch='rnn', not '{arch}'",
+            )
+            for arch in ("lstm", "transformer")
+        ],
+        ("seq2seq", dict(arch="rnn", nonlinearity="relu"), "nonlinearity='relu' does not apply"),
         (
             "classification",
             dict(input_embedding=False),
@@ -227,6 +264,8 @@ def test_the_faithful_options_build_each_network():
     )
     assert lstm.net.backbone.rnn.input_size == 3  # the one-hot input, one symbol wider
     post = SYSTEMS["classification"](in_features=2, out_features=2, norm="post", embed_scale=True)
+    rnn = SYSTEMS["transduction"](in_features=2, out_features=2, arch="rnn", nonlinearity="relu")
+    assert rnn.net.backbone.rnn.mode == "RNN_RELU"
     assert post.net.backbone.blocks[0].post and post.net.backbone.scale == 8.0  # sqrt(64)
 
 
@@ -257,7 +296,8 @@ def test_the_new_options_at_their_defaults_leave_a_grid_runs_digest_as_it_was():
     now = config_digest(config)
     before = config.clone()  # the config as parsed before the options existed
     del before["score_weights"]
-    for key in ("norm", "embed_scale", "forget_bias", "input_embedding", "readout_relu"):
+    added = ("norm", "embed_scale", "forget_bias", "nonlinearity", "input_embedding")
+    for key in (*added, "readout_relu"):
         del before.model.init_args[key]
     assert config_digest(before) == now
     changed = config.clone()

@@ -259,7 +259,7 @@ def test_the_empty_token_follows_the_real_tokens_of_a_padded_sequence():
 
 
 FAITHFUL = {  # Delétang et al.'s own models (configs/deletang)
-    "rnn": dict(input_embedding=False, readout_relu=True),
+    "rnn": dict(nonlinearity="relu", input_embedding=False, readout_relu=True),
     "lstm": dict(input_embedding=False, readout_relu=True, forget_bias=1.0),
     "transformer": dict(norm="post", embed_scale=True),
 }
@@ -430,6 +430,7 @@ def test_deletang_configs_build_their_networks_and_protocol(config):
         # their RNN / LSTM: the one-hot input itself, a ReLU before the readout, haiku's LSTM
         assert (hp.input_embedding, hp.readout_relu) == (False, True)
         assert hp.forget_bias == (1.0 if hp.arch == "lstm" else 0.0)
+        assert hp.nonlinearity == ("relu" if hp.arch == "rnn" else "tanh")  # hk.VanillaRNN
     assert built.config.score_weights == "last"  # their score is of the final parameters
     if data.task_kind == "classification":
         assert hp.readout == "empty" and hp.label_smoothing == 0.0

@@ -42,6 +42,7 @@ def make_backbone(arch: str, *, causal: bool = False, max_len: int = 32, **overr
         norm="pre",
         embed_scale=False,
         forget_bias=0.0,
+        nonlinearity="tanh",
         d_state=16,
         eigenvalues="positive",
     )

@@ -31,6 +31,7 @@ def make_backbone(arch: str, *, causal: bool = False, **overrides):
         norm="pre",
         embed_scale=False,
         forget_bias=0.0,
+        nonlinearity="tanh",
         d_state=16,
         eigenvalues="positive",
     )

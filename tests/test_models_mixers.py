@@ -37,6 +37,7 @@ def make(arch: str, *, causal: bool = True, **overrides) -> torch.nn.Module:
         norm="pre",
         embed_scale=False,
         forget_bias=0.0,
+        nonlinearity="tanh",
         d_state=16,
         eigenvalues="positive",
     )

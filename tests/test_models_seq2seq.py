@@ -33,6 +33,7 @@ def make_seq2seq(arch: str, *, share_embeddings: bool = True, **overrides):
         norm="pre",
         embed_scale=False,
         forget_bias=0.0,
+        nonlinearity="tanh",
         d_state=16,
         eigenvalues="positive",
     )
@@ -136,6 +137,7 @@ def random_decoder_case(pos_mode: str, residual: bool, share: bool):
         norm="pre",
         embed_scale=False,
         forget_bias=0.0,
+        nonlinearity="tanh",
         d_state=16,
         eigenvalues="positive",
     )

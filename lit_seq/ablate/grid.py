@@ -23,7 +23,7 @@ from lit_seq.ablate.packing import pack_key
 from lit_seq.ablate.shapes import FREE, filled, split, template, typed
 from lit_seq.ablate.spec import Run, config_file, expand, load_spec
 from lit_seq.fit import BadInput, check_config
-from lit_seq.systems.base import check_optimizer_options
+from lit_seq.systems.optimizers import check_optimizer_options
 
 # not what a run computes: where it writes, how it is logged, and what the machine decides
 # (precision and device follow the hardware), so a grid can resume on another machine
@@ -36,6 +36,7 @@ NOT_COMPUTED_TRAINER = ("accelerator", "devices", "precision", "enable_model_sum
 # left out of a digest as a None is, so a folder made before them stays resumable
 ADDED_DEFAULTS = {"score_weights": "best"}
 ADDED_MODEL_DEFAULTS = {"norm": "pre", "embed_scale": False, "forget_bias": 0.0}
+ADDED_MODEL_DEFAULTS |= {"nonlinearity": "tanh"}
 ADDED_MODEL_DEFAULTS |= {"input_embedding": True, "readout_relu": False}
 ADDED_MODEL_DEFAULTS |= {"d_state": 16, "eigenvalues": "positive"}  # the mixers' (issue 40)
 

@@ -5,7 +5,7 @@ a CPU second; a 10,000-cell grid (a long learning-rate list crossed with a few o
 built cell by cell took minutes. Most of those cells differ only in the optimizer's options
 (``lr``, ``optimizer``, ``weight_decay``, ``schedule``, ``warmup_steps``), which nothing
 the check computes reads but the constructor's own check of them
-(:func:`lit_seq.systems.base.check_optimizer_options`) and the digest: the network, the data,
+(:func:`lit_seq.systems.optimizers.check_optimizer_options`) and the digest: the network, the data,
 the trainer, the cost and the pack key (``population_key`` leaves them out) are the same.
 
 So a cell's *shape* is its base config and its fit arguments with the values of those
@@ -24,7 +24,7 @@ import re
 import typing
 
 from lit_seq.systems import SequenceSystem
-from lit_seq.systems.base import check_optimizer_options
+from lit_seq.systems.optimizers import check_optimizer_options
 
 FREE = tuple(inspect.signature(check_optimizer_options).parameters)  # the optimizer's options
 _PREFIXES = {f"--model.init_args.{name}=": name for name in FREE}

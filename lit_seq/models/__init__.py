@@ -34,7 +34,7 @@ from .positional import (
 )
 from .randomized import RandomizedPositionalEncoding
 from .readout import READOUTS, Readout
-from .recurrent import CELLS, RecurrentBackbone
+from .recurrent import CELLS, NONLINEARITIES, RecurrentBackbone
 from .relative_bias import RelativePositionBias, relative_bucket
 from .rotary import RotaryPositionalEncoding
 from .seq2seq import RecurrentSeq2Seq, TransformerSeq2Seq
@@ -70,10 +70,10 @@ def build_backbone(
 
     ``max_len`` is the longest sequence it reads (sizes the transformer's positional table).
     ``input_size`` (rnn/lstm only; None: d) is the width of its input when a head feeds it
-    the one-hot input itself. The transformer ignores ``options.bidirectional`` and
-    ``forget_bias``; rnn/lstm ignore ``n_heads``, ``d_ff``, ``pos_mode``, ``pos_range``,
-    ``residual``, ``norm``, ``embed_scale`` and ``max_len`` (so those are not validated for
-    them).
+    the one-hot input itself. The transformer ignores ``options.bidirectional``,
+    ``forget_bias`` and ``nonlinearity`` (the lstm ``nonlinearity`` too); rnn/lstm ignore
+    ``n_heads``, ``d_ff``, ``pos_mode``, ``pos_range``, ``residual``, ``norm``,
+    ``embed_scale`` and ``max_len`` (so those are not validated for them).
     """
     check_choice("arch", arch, BACKBONES)
     o = options
@@ -90,6 +90,8 @@ def build_backbone(
     else:
         kwargs.update(bidirectional=o.bidirectional)
         kwargs.update(input_size=input_size, forget_bias=o.forget_bias)
+        if arch == "rnn":
+            kwargs.update(nonlinearity=o.nonlinearity)
     return BACKBONES[arch](**kwargs)
 
 
@@ -126,6 +128,7 @@ def count_parameters(module: nn.Module) -> int:
 __all__ = [
     "BACKBONES",
     "CELLS",
+    "NONLINEARITIES",
     "EIGENVALUES",
     "MIXERS",
     "NORMS",

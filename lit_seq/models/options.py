@@ -29,6 +29,7 @@ class BackboneOptions:
         norm: "pre" or "post" LayerNorm in the transformer's blocks (transformer only).
         embed_scale: scale the transformer's input by sqrt(d_model) (transformer only).
         forget_bias: added to the LSTM forget gate's bias at initialisation (lstm only).
+        nonlinearity: the RNN's activation, "tanh" or "relu" (rnn only).
         d_state: state size N of each inner channel (mamba only).
         eigenvalues: the range of the transitions, "positive" (0, 1) or "signed" (-1, 1)
             (linear_rnn only).
@@ -46,5 +47,6 @@ class BackboneOptions:
     norm: str
     embed_scale: bool
     forget_bias: float
+    nonlinearity: str
     d_state: int
     eigenvalues: str

@@ -1,4 +1,4 @@
-"""Recurrent backbone: ``nn.RNN`` (tanh) or ``nn.LSTM``, one class, the cell a flag.
+"""Recurrent backbone: ``nn.RNN`` (tanh or ReLU) or ``nn.LSTM``, one class, the cell a flag.
 
 The torch modules (not a Python loop over time) are used so that cuDNN's fused
 kernels run on GPU. Inside ``stacking.stacked_members()`` the same recurrence runs as a loop of
@@ -16,6 +16,7 @@ from lit_seq.models.unrolled import unrolled
 from lit_seq.util.checks import check_choice
 
 CELLS = ("rnn", "lstm")
+NONLINEARITIES = ("tanh", "relu")  # nn.RNN's
 
 
 def make_rnn(
@@ -26,17 +27,22 @@ def make_rnn(
     bidirectional: bool = False,
     input_size: int | None = None,
     forget_bias: float = 0.0,
+    nonlinearity: str = "tanh",
 ) -> nn.RNNBase:
     """Build a batch-first ``nn.RNN`` / ``nn.LSTM`` with hidden size ``d_model``.
 
     Dropout between layers only exists when there is more than one layer (torch
     warns otherwise), so it is dropped for ``n_layers == 1``. ``input_size`` (None:
     ``d_model``) is the width of the first layer's input. ``forget_bias`` is added to the
-    LSTM forget gate's bias of every layer at initialisation (see ``RecurrentBackbone``).
+    LSTM forget gate's bias of every layer at initialisation (see ``RecurrentBackbone``);
+    ``nonlinearity`` is the RNN's activation.
     """
     check_choice("cell", cell, CELLS)
+    check_choice("nonlinearity", nonlinearity, NONLINEARITIES)
     if forget_bias and cell != "lstm":
         raise ValueError(f"forget_bias={forget_bias!r} only applies to cell='lstm', not {cell!r}")
+    if nonlinearity != "tanh" and cell != "rnn":
+        raise ValueError(f"nonlinearity={nonlinearity!r} only applies to cell='rnn', not {cell!r}")
     kwargs = dict(
         input_size=d_model if input_size is None else input_size,
         hidden_size=d_model,
@@ -46,7 +52,7 @@ def make_rnn(
         bidirectional=bidirectional,
     )
     if cell == "rnn":
-        return nn.RNN(nonlinearity="tanh", **kwargs)
+        return nn.RNN(nonlinearity=nonlinearity, **kwargs)
     lstm = nn.LSTM(**kwargs)
     with torch.no_grad():
         for name, bias in lstm.named_parameters():
@@ -65,7 +71,7 @@ class RecurrentBackbone(nn.Module):
     Args:
         d_model: input and hidden width d.
         n_layers: stacked recurrent layers.
-        cell: "rnn" (tanh) or "lstm".
+        cell: "rnn" or "lstm".
         dropout: dropout between stacked layers (ignored when n_layers == 1).
         bidirectional: add a backward pass; its (B, T, 2d) output is projected back to d.
         causal: promise that output t depends on inputs <= t only (forbids bidirectional).
@@ -76,6 +82,8 @@ class RecurrentBackbone(nn.Module):
             its bias starting at 0: the same network and, under Adam without weight decay,
             the same training (a constant shift of a parameter changes neither its gradient
             nor its update), while torch's fused kernel stays in use.
+        nonlinearity: rnn only: "tanh" or "relu", h_t = relu(W_ih x_t + b_ih + W_hh h_{t-1}
+            + b_hh): haiku's VanillaRNN (Delétang et al. 2023).
     """
 
     def __init__(
@@ -88,6 +96,7 @@ class RecurrentBackbone(nn.Module):
         causal: bool = False,
         input_size: int | None = None,
         forget_bias: float = 0.0,
+        nonlinearity: str = "tanh",
     ) -> None:
         super().__init__()
         if bidirectional and causal:
@@ -103,6 +112,7 @@ class RecurrentBackbone(nn.Module):
             bidirectional=bidirectional,
             input_size=input_size,
             forget_bias=forget_bias,
+            nonlinearity=nonlinearity,
         )
         self.proj = nn.Linear(2 * d_model, d_model) if bidirectional else nn.Identity()
 

@@ -1,7 +1,7 @@
 """The recurrence of ``nn.RNN`` / ``nn.LSTM`` written out step by step, for ``torch.func.vmap``.
 
 ``vmap`` has no batching rule for the fused recurrent kernels (``aten::lstm.input``,
-``aten::rnn_tanh.input``), so K recurrent models cannot be run as one by vmapping their
+``aten::rnn_tanh.input``, ``aten::rnn_relu.input``), so K recurrent models cannot be run as one by vmapping their
 modules. The same recurrence as plain matrix products and pointwise ops can be: under
 ``vmap`` over K stacked weight sets every product becomes one batched product over the K
 models. :func:`unrolled` computes exactly what the module computes (same equations, same
@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 
 def unrolled(rnn: nn.RNNBase, x: Tensor) -> Tensor:
-    """``rnn(x)[0]`` for a batch-first, forward-only ``nn.RNN`` (tanh) or ``nn.LSTM``.
+    """``rnn(x)[0]`` for a batch-first, forward-only ``nn.RNN`` (tanh or ReLU) or ``nn.LSTM``.
 
     Args:
         rnn: the module whose weights (``weight_ih_l{k}`` ...) are used, looked up by name,
@@ -29,8 +29,8 @@ def unrolled(rnn: nn.RNNBase, x: Tensor) -> Tensor:
     """
     if rnn.bidirectional or not rnn.batch_first or getattr(rnn, "proj_size", 0):
         raise ValueError("unrolled() supports batch-first, forward-only RNN/LSTM without proj_size")
-    if rnn.mode not in ("RNN_TANH", "LSTM"):
-        raise ValueError(f"unrolled() supports tanh RNNs and LSTMs, not mode {rnn.mode!r}")
+    if rnn.mode not in ("RNN_TANH", "RNN_RELU", "LSTM"):
+        raise ValueError(f"unrolled() supports RNNs (tanh, ReLU) and LSTMs, not mode {rnn.mode!r}")
     lstm = rnn.mode == "LSTM"
     out = x
     for layer in range(rnn.num_layers):
@@ -50,6 +50,8 @@ def unrolled(rnn: nn.RNNBase, x: Tensor) -> Tensor:
                 i, f, g, o = pre.chunk(4, dim=-1)  # torch's gate order
                 c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
                 h = torch.sigmoid(o) * torch.tanh(c)
+            elif rnn.mode == "RNN_RELU":
+                h = torch.relu(pre)
             else:
                 h = torch.tanh(pre)
             states.append(h)

@@ -22,7 +22,7 @@ from lit_seq.population.loader import member_batch
 from lit_seq.population.optimizer import MemberHyper, PopulationAdam
 from lit_seq.population.stacked import member_losses, stack_weights
 from lit_seq.systems import SequenceSystem
-from lit_seq.systems.base import OPTIMIZERS
+from lit_seq.systems.optimizers import OPTIMIZERS
 from lit_seq.systems.schedules import schedule_factor
 
 

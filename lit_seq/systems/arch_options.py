@@ -15,6 +15,7 @@ READ_BY: dict[str, tuple[str, ...]] = {
     "norm": ("transformer",),
     "embed_scale": ("transformer",),
     "forget_bias": ("lstm",),
+    "nonlinearity": ("rnn",),
     "input_embedding": ("rnn", "lstm"),
     "bidirectional": ("rnn", "lstm"),
     "d_state": ("mamba",),
@@ -22,7 +23,14 @@ READ_BY: dict[str, tuple[str, ...]] = {
 }
 
 # options of the embedding, blocks and heads a seq2seq encoder-decoder builds its own way
-NOT_SEQ2SEQ = ("norm", "embed_scale", "forget_bias", "input_embedding", "readout_relu")
+NOT_SEQ2SEQ = (
+    "norm",
+    "embed_scale",
+    "forget_bias",
+    "nonlinearity",
+    "input_embedding",
+    "readout_relu",
+)
 
 
 def check_arch_options(arch: str, task_kind: str, values: dict, defaults: dict) -> None:

@@ -11,13 +11,13 @@ import inspect
 from typing import ClassVar, Literal
 
 import lightning as L
-import torch
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
 from lit_seq.models import (
     BACKBONES,
     EIGENVALUES,
+    NONLINEARITIES,
     NORMS,
     POS_MODES,
     BackboneFactory,
@@ -30,15 +30,11 @@ from lit_seq.models import (
 from lit_seq.models.one_hot import one_hot_width
 from lit_seq.systems.arch_options import check_arch_options
 from lit_seq.systems.divergence import DIVERGED_FACTOR, divergence  # noqa: F401 (re-exported)
+from lit_seq.systems.max_len import resolve_max_len
 from lit_seq.systems.metrics import StepAccuracy
-from lit_seq.systems.schedules import SCHEDULES, schedule_factor
+from lit_seq.systems.optimizers import OPTIMIZERS, build_optimizer, check_optimizer_options
+from lit_seq.systems.schedules import SCHEDULES
 from lit_seq.util.checks import check_choice, check_float, check_int
-
-OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
-
-# max_len of a system built without data (tests, notebooks): the one the builders default to
-DEFAULT_MAX_LEN = 512
-
 
 # The choice fields, typed by the registries: --help lists the values, and the parser (and
 # --print_config) refuses any other one before anything is built.
@@ -48,21 +44,7 @@ Norm = Literal[NORMS]
 Optimizer = Literal[tuple(OPTIMIZERS)]
 Schedule = Literal[SCHEDULES]
 Eigenvalues = Literal[EIGENVALUES]
-
-
-def check_optimizer_options(
-    optimizer: object, lr: object, weight_decay: object, schedule: object, warmup_steps: object
-) -> None:
-    """ValueError naming the first of the optimizer's options that is not allowed.
-
-    The system's constructor checks them here, and so does a grid for the cells that differ
-    from one it built only in these (``lit_seq.ablate.shapes``): one rule, one wording.
-    """
-    check_choice("optimizer", optimizer, OPTIMIZERS)
-    check_choice("schedule", schedule, SCHEDULES)
-    check_float("lr", lr, 0.0, low_open=True)
-    check_float("weight_decay", weight_decay, 0.0)
-    check_int("warmup_steps", warmup_steps, 0)
+Nonlinearity = Literal[NONLINEARITIES]
 
 
 class SequenceSystem(L.LightningModule):
@@ -97,6 +79,7 @@ class SequenceSystem(L.LightningModule):
         norm: Norm = "pre",
         embed_scale: bool = False,
         forget_bias: float = 0.0,
+        nonlinearity: Nonlinearity = "tanh",
         input_embedding: bool = True,
         readout_relu: bool = False,
         optimizer: Optimizer = "adamw",
@@ -145,6 +128,8 @@ class SequenceSystem(L.LightningModule):
                 positions are added (transformer only; Delétang et al. 2023).
             forget_bias: Added to the LSTM forget gate's bias at initialisation (lstm only);
                 1.0 is haiku's LSTM, Delétang et al. 2023's.
+            nonlinearity: The RNN's activation (rnn only): ``tanh`` or ``relu``, h_t =
+                relu(W x_t + U h_{t-1} + b): haiku's VanillaRNN, Delétang et al. 2023's.
             input_embedding: ``false``: no embedding layer; the recurrent backbone reads the
                 one-hot input itself, one symbol wider for the empty token (rnn/lstm only;
                 Delétang et al. 2023's RNN/LSTM).
@@ -181,7 +166,12 @@ class SequenceSystem(L.LightningModule):
         check_choice("eigenvalues", eigenvalues, EIGENVALUES)
         chosen = dict(pos_mode=pos_mode, pos_range=pos_range, residual=residual, norm=norm)
         chosen |= dict(embed_scale=embed_scale, forget_bias=forget_bias, readout_relu=readout_relu)
-        chosen |= dict(d_state=d_state, eigenvalues=eigenvalues, bidirectional=bidirectional)
+        chosen |= dict(
+            nonlinearity=nonlinearity,
+            d_state=d_state,
+            eigenvalues=eigenvalues,
+            bidirectional=bidirectional,
+        )
         check_arch_options(
             arch, self.task_kind, chosen | {"input_embedding": input_embedding}, _DEFAULTS
         )
@@ -204,6 +194,7 @@ class SequenceSystem(L.LightningModule):
             norm=norm,
             embed_scale=embed_scale,
             forget_bias=forget_bias,
+            nonlinearity=nonlinearity,
             d_state=d_state,
             eigenvalues=eigenvalues,
         )
@@ -359,15 +350,7 @@ class SequenceSystem(L.LightningModule):
     def build_optimizer(self, total_steps: int, clips: bool = False):
         """(optimizer, per-step LambdaLR) for ``total_steps``, gradients clipped or not: what
         ``configure_optimizers`` hands Lightning and a Trainer-free loop (the benchmark's)."""
-        hp = self.hparams
-        # fused kernels exist only for CUDA, and Lightning's mixed precision refuses to clip
-        # an optimizer that unscales its own gradients (fused): a clipped run takes foreach
-        fused = {"fused": True} if self.device.type == "cuda" and not clips else {}
-        optimizer = OPTIMIZERS[hp.optimizer](
-            self.parameters(), lr=hp.lr, weight_decay=hp.weight_decay, **fused
-        )
-        factor = schedule_factor(hp.schedule, hp.warmup_steps, total_steps)
-        return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+        return build_optimizer(self, self.hparams, total_steps, self.device, clips)
 
     def configure_optimizers(self):
         total = int(self.trainer.estimated_stepping_batches) if self._trainer else 1
@@ -377,21 +360,6 @@ class SequenceSystem(L.LightningModule):
             "optimizer": optimizer,
             "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
         }
-
-
-def resolve_max_len(max_len: int | None, data_max_len: int | None) -> int:
-    """The ``max_len`` a system is built with: the one given (if the data fits in it), else
-    the data's longest sequence, else ``DEFAULT_MAX_LEN`` (a system built by hand)."""
-    if max_len is None:
-        return DEFAULT_MAX_LEN if data_max_len is None else data_max_len
-    check_int("max_len", max_len, 1)
-    if data_max_len is not None and max_len < data_max_len:
-        raise ValueError(
-            f"max_len={max_len} is shorter than the data's longest sequence, {data_max_len} "
-            f"(its longest test set with any appended output); give max_len >= {data_max_len}, "
-            "or leave it out to follow the data"
-        )
-    return max_len
 
 
 # the defaults of the options above: an option a plug-in backbone never reads must keep its own
