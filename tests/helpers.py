@@ -1,5 +1,7 @@
 """Small helpers shared by the tests: tiny fits, tiny grids, the grid command line."""
 
+import dataclasses
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +11,9 @@ import yaml
 from lit_seq.ablate.grid import check_cells
 from lit_seq.ablate.spec import Run, expand, load_spec, parse_spec
 from lit_seq.fit import cli_main
+from lit_seq.models import BackboneOptions
 from lit_seq.record import FitResult
+from lit_seq.systems import SequenceSystem
 from lit_seq.util.assets import CONFIG_DIR, GRID_DIR
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,6 +44,14 @@ overrides:
   data.init_args.n_test: 32
   data.init_args.gen_factors: [2]
 """
+
+
+def backbone_options(**chosen) -> BackboneOptions:
+    """``BackboneOptions`` with the system's defaults (``SequenceSystem.__init__``'s) but for
+    the ``chosen`` ones: what a test builds a network from by hand."""
+    defaults = inspect.signature(SequenceSystem.__init__).parameters
+    fields = {f.name: defaults[f.name].default for f in dataclasses.fields(BackboneOptions)}
+    return BackboneOptions(**{**fields, **chosen})
 
 
 def tiny_fit(config: Path, run_dir: Path, *overrides: str) -> FitResult:

@@ -7,7 +7,6 @@ from torch import nn
 from lit_seq.models import (
     BACKBONES,
     POS_MODES,
-    BackboneOptions,
     DecoderBlock,
     EncoderBlock,
     RecurrentBackbone,
@@ -15,6 +14,7 @@ from lit_seq.models import (
     build_backbone,
     causal_mask,
 )
+from tests.helpers import backbone_options
 
 B, T, D, H = 2, 6, 8, 2
 
@@ -29,24 +29,14 @@ def copy_into_torch_mha(ours, ref: nn.MultiheadAttention) -> None:
 
 
 def make_backbone(arch: str, *, causal: bool = False, max_len: int = 32, **overrides) -> nn.Module:
-    options = dict(
+    chosen = dict(
         d_model=D,
         n_layers=2,
         n_heads=H,
         d_ff=16,
         dropout=0.0,
-        pos_mode="sinusoidal",
-        pos_range=None,
-        residual=True,
-        bidirectional=False,
-        norm="pre",
-        embed_scale=False,
-        forget_bias=0.0,
-        nonlinearity="tanh",
-        d_state=16,
-        eigenvalues="positive",
     )
-    options = BackboneOptions(**{**options, **overrides})
+    options = backbone_options(**(chosen | overrides))
     return build_backbone(arch, options, causal=causal, max_len=max_len).eval()
 
 

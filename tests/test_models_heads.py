@@ -6,36 +6,26 @@ import torch
 from lit_seq.models import (
     BACKBONES,
     READOUTS,
-    BackboneOptions,
     PerStepHead,
     Readout,
     SequenceClassifier,
     build_backbone,
     count_parameters,
 )
+from tests.helpers import backbone_options
 
 B, T, D, F_IN, C = 2, 5, 8, 3, 4
 
 
 def make_backbone(arch: str, *, causal: bool = False, **overrides):
-    options = dict(
+    chosen = dict(
         d_model=D,
         n_layers=1,
         n_heads=2,
         d_ff=16,
         dropout=0.0,
-        pos_mode="sinusoidal",
-        pos_range=None,
-        residual=True,
-        bidirectional=False,
-        norm="pre",
-        embed_scale=False,
-        forget_bias=0.0,
-        nonlinearity="tanh",
-        d_state=16,
-        eigenvalues="positive",
     )
-    options = BackboneOptions(**{**options, **overrides})
+    options = backbone_options(**(chosen | overrides))
     return build_backbone(arch, options, causal=causal, max_len=16)
 
 

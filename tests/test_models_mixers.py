@@ -9,7 +9,7 @@ from torch.func import functional_call, vmap
 
 from lit_seq.bench import mixers as mixers_bench
 from lit_seq.fit import cli_main
-from lit_seq.models import MIXERS, BackboneOptions, build_backbone
+from lit_seq.models import MIXERS, build_backbone
 from lit_seq.models.linear_attention import LinearAttention
 from lit_seq.models.linear_rnn import LinearRecurrence
 from lit_seq.models.mamba import ssm_recurrence
@@ -18,30 +18,20 @@ from lit_seq.models.stacking import stacked_members
 from lit_seq.population.stacked import stack_weights
 from lit_seq.population.train import fit_population
 from lit_seq.systems import SequenceClassification
-from tests.helpers import CONFIG_DIR, tiny_fit
+from tests.helpers import CONFIG_DIR, backbone_options, tiny_fit
 
 B, T, D = 2, 7, 8
 
 
 def make(arch: str, *, causal: bool = True, **overrides) -> torch.nn.Module:
-    options = dict(
+    chosen = dict(
         d_model=D,
         n_layers=2,
         n_heads=2,
         d_ff=16,
         dropout=0.0,
-        pos_mode="sinusoidal",
-        pos_range=None,
-        residual=True,
-        bidirectional=False,
-        norm="pre",
-        embed_scale=False,
-        forget_bias=0.0,
-        nonlinearity="tanh",
-        d_state=16,
-        eigenvalues="positive",
     )
-    options = BackboneOptions(**{**options, **overrides})
+    options = backbone_options(**(chosen | overrides))
     return build_backbone(arch, options, causal=causal, max_len=32).eval()
 
 

@@ -7,7 +7,6 @@ import torch.nn.functional as F
 from lit_seq.models import (
     POS_MODES,
     SEQ2SEQ,
-    BackboneOptions,
     TransformerSeq2Seq,
     build_positional,
     build_seq2seq,
@@ -15,29 +14,20 @@ from lit_seq.models import (
 )
 from lit_seq.models.attention import MultiHeadAttention
 from lit_seq.models.seq2seq import _greedy_loop
+from tests.helpers import backbone_options
 
 PAD, BOS, EOS, V = 0, 1, 2, 8
 
 
 def make_seq2seq(arch: str, *, share_embeddings: bool = True, **overrides):
-    options = dict(
+    chosen = dict(
         d_model=16,
         n_layers=1,
         n_heads=2,
         d_ff=32,
         dropout=0.0,
-        pos_mode="sinusoidal",
-        pos_range=None,
-        residual=True,
-        bidirectional=False,
-        norm="pre",
-        embed_scale=False,
-        forget_bias=0.0,
-        nonlinearity="tanh",
-        d_state=16,
-        eigenvalues="positive",
     )
-    options = BackboneOptions(**{**options, **overrides})
+    options = backbone_options(**(chosen | overrides))
     model = build_seq2seq(
         arch, options, vocab_size=V, max_len=16, share_embeddings=share_embeddings
     )
@@ -124,22 +114,14 @@ def test_greedy_decode_pads_after_each_sequences_eos(monkeypatch, method):
 def random_decoder_case(pos_mode: str, residual: bool, share: bool):
     """An untrained 2-layer model (eval mode, fixed seed) and 6 sources, most padded."""
     torch.manual_seed(0)
-    options = BackboneOptions(
+    options = backbone_options(
         d_model=32,
         n_layers=2,
         n_heads=4,
         d_ff=64,
         dropout=0.1,  # eval mode: must not matter
         pos_mode=pos_mode,
-        pos_range=None,
         residual=residual,
-        bidirectional=False,
-        norm="pre",
-        embed_scale=False,
-        forget_bias=0.0,
-        nonlinearity="tanh",
-        d_state=16,
-        eigenvalues="positive",
     )
     model = build_seq2seq(
         "transformer", options, vocab_size=16, max_len=32, share_embeddings=share
