@@ -225,6 +225,38 @@ def test_readout_relu_drops_the_negative_outputs_before_the_output_layer():
             dict(arch="rnn", forget_bias=1.0),
             "forget_bias=1.0 only applies to arch='lstm', not 'rnn'",
         ),
+        # issue 38's set-away options of the built-ins, one per arch: refused, not ignored
+        (
+            "classification",
+            dict(arch="lstm", n_heads=8),
+            "n_heads=8 only applies to arch='transformer' or arch='linear_attention', not 'lstm'",
+        ),
+        (
+            "classification",
+            dict(arch="rnn", d_ff=256),
+            "d_ff=256 only applies to arch='transformer' or arch='linear_rnn' or "
+            "arch='linear_attention', not 'rnn'",
+        ),
+        (
+            "classification",
+            dict(arch="transformer", bidirectional=True),
+            "bidirectional=True only applies to arch='rnn' or arch='lstm', not 'transformer'",
+        ),
+        (
+            "classification",
+            dict(arch="mamba", n_heads=8),
+            "n_heads=8 only applies to arch='transformer' or arch='linear_attention', not 'mamba'",
+        ),
+        (
+            "classification",
+            dict(arch="linear_rnn", d_state=8),
+            "d_state=8 only applies to arch='mamba', not 'linear_rnn'",
+        ),
+        (
+            "classification",
+            dict(arch="linear_attention", eigenvalues="signed"),
+            "eigenvalues='signed' only applies to arch='linear_rnn', not 'linear_attention'",
+        ),
         *[
             (
                 "classification",

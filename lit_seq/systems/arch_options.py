@@ -9,6 +9,8 @@ from __future__ import annotations
 
 # option -> the archs whose network reads it (the others ignore it)
 READ_BY: dict[str, tuple[str, ...]] = {
+    "n_heads": ("transformer", "linear_attention"),
+    "d_ff": ("transformer", "linear_rnn", "linear_attention"),
     "pos_mode": ("transformer",),
     "pos_range": ("transformer",),
     "residual": ("transformer",),

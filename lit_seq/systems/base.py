@@ -167,6 +167,8 @@ class SequenceSystem(L.LightningModule):
         chosen = dict(pos_mode=pos_mode, pos_range=pos_range, residual=residual, norm=norm)
         chosen |= dict(embed_scale=embed_scale, forget_bias=forget_bias, readout_relu=readout_relu)
         chosen |= dict(
+            n_heads=n_heads,
+            d_ff=d_ff,
             nonlinearity=nonlinearity,
             d_state=d_state,
             eigenvalues=eigenvalues,
