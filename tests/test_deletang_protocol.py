@@ -199,7 +199,8 @@ def scores(system, batch: dict[str, Tensor]) -> tuple[float, float, dict[str, fl
 @pytest.mark.parametrize("arch", ["lstm", "transformer"])
 def test_transduction_trains_and_scores_on_the_appended_positions_only(arch):
     torch.manual_seed(0)
-    model = transduction(arch, n_heads=2, dropout=0.0).eval()
+    heads = {"n_heads": 2} if arch == "transformer" else {}  # an lstm refuses n_heads
+    model = transduction(arch, dropout=0.0, **heads).eval()
     batch = stack_batch()
     n_out = batch["y"].shape[1]
     real = model.net.backbone
@@ -233,7 +234,8 @@ def test_the_empty_readout_trains_and_scores_on_the_appended_token_only(arch):
         torch.manual_seed(0)
         return SequenceClassification(
             in_features=2, out_features=2, max_len=16, arch=arch, d_model=8, n_layers=1,
-            n_heads=2, dropout=0.0, readout=readout, label_smoothing=0.0,
+            n_heads=2 if arch == "transformer" else 4, dropout=0.0, readout=readout,
+            label_smoothing=0.0,
         ).eval()  # fmt: skip
 
     batch = ParityCheckData().draw(8, 7, torch.Generator().manual_seed(0))
@@ -272,7 +274,9 @@ FAITHFUL = {  # Delétang et al.'s own models (configs/deletang)
 def test_the_losses_vmap_over_a_population(arch, faithful):
     """No boolean indexing, no data-dependent shapes: K members' losses are one vmap."""
     torch.manual_seed(0)
-    options = dict(arch=arch, n_heads=2, dropout=0.0, **(FAITHFUL[arch] if faithful else {}))
+    options = dict(arch=arch, dropout=0.0, **(FAITHFUL[arch] if faithful else {}))
+    if arch == "transformer":  # the recurrent ones refuse n_heads
+        options["n_heads"] = 2
     members = [transduction(**options) for _ in range(2)]
     batch = stack_batch()
     stacked = {k: torch.stack([v, v]) for k, v in batch.items()}

@@ -3,13 +3,15 @@
 A :class:`RunBook` owns one run's folder (locked for the run's life), the checkpoint it
 resumes from, its loggers (``metrics.csv`` and W&B), its training timer, its target streak,
 the divergence rule and the checkpoint policy, and it ends the run. The loop that trains
-tells it what happened, in three verbs, and the book decides what is kept:
+tells it what happened, and the book decides what is kept:
 
 - :meth:`RunBook.after_step`: ``last.ckpt`` every ``checkpoint_every`` optimizer steps
   (unless a validation follows, whose checkpoint comes after it);
 - :meth:`RunBook.after_validation`: the divergence rule (``FloatingPointError``), the target
   streak, the checkpoint of the lowest ``val/loss`` (``best-step=N.ckpt``, one kept) and
   ``last.ckpt``; True when the target holds and the run is to stop;
+- :meth:`RunBook.scored_checkpoint`: after training, what the record scores (the best
+  checkpoint, or ``last.ckpt`` of the final step with ``--score_weights last``);
 - :meth:`RunBook.finish`: the W&B run told how the run ended (ok, diverged, interrupted,
   failed) with its exit code, and the folder unlocked.
 
