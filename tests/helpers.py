@@ -2,8 +2,12 @@
 
 import dataclasses
 import inspect
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import yaml
@@ -91,3 +95,20 @@ def report_cells(grid: str) -> list[str]:
     """The cells of shipped grid ``grid`` as its report names them: a ``select:`` block's
     runs under their ``select_group`` (the cell without the selected axis)."""
     return sorted({run.select_group or run.cell for run in expand(load_spec(GRID_DIR / grid))})
+
+
+def sigterm_once_file_exists(path: Path, timeout: float = 120) -> threading.Thread:
+    """A started thread that sends this process SIGTERM once ``path`` exists (a fit that is
+    training has written it); it gives up after ``timeout`` seconds."""
+
+    def kill() -> None:
+        deadline = time.time() + timeout
+        while not path.exists():
+            if time.time() > deadline:
+                return
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=kill, daemon=True)
+    thread.start()
+    return thread

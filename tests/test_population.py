@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from lit_seq.population.optimizer import MemberHyper, PopulationAdam
 from lit_seq.population.train import fit_population
 from lit_seq.record import read_records
 from lit_seq.systems.schedules import schedule_factor
-from tests.helpers import CONFIG_DIR, REPO, driver, write_grid
+from tests.helpers import CONFIG_DIR, REPO, driver, sigterm_once_file_exists, write_grid
 from tests.test_wandb_files import read_runs
 
 # -- the optimizer step -------------------------------------------------------------------
@@ -332,16 +331,7 @@ def test_sigterm_stops_a_population_with_each_members_last_checkpoint_resumable_
         _args("echo/rnn.yaml", tmp_path / f"m{k}", k, "--trainer.max_steps=200") for k in range(2)
     ]
 
-    def kill_when_training():
-        deadline = time.time() + 120
-        while not (tmp_path / "m0" / "checkpoints" / "last.ckpt").exists():
-            if time.time() > deadline:
-                return
-            time.sleep(0.02)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    killer = threading.Thread(target=kill_when_training, daemon=True)
-    killer.start()
+    killer = sigterm_once_file_exists(tmp_path / "m0" / "checkpoints" / "last.ckpt")
     outcomes = fit_population(members)
     killer.join()
     assert all(isinstance(o, FitInterrupted) for o in outcomes), outcomes

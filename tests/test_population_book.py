@@ -5,10 +5,6 @@ included), the same W&B run state and status however the run ends (ok, diverged,
 reached, SIGTERM), read back from the offline run files real wandb wrote.
 """
 
-import os
-import signal
-import threading
-import time
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -18,6 +14,7 @@ from lit_seq import fit
 from lit_seq.fit.book import RunBook
 from lit_seq.fit.signals import FitInterrupted
 from lit_seq.population.train import fit_population
+from tests.helpers import sigterm_once_file_exists
 from tests.test_population import _args
 from tests.test_resume import SignalAt
 from tests.test_wandb_files import read_runs
@@ -81,16 +78,7 @@ def test_a_member_stopped_by_sigterm_is_interrupted_with_143_as_its_solo_run(tmp
         for k in range(2)
     ]
 
-    def kill_when_training() -> None:
-        deadline = time.time() + 120
-        while not (tmp_path / "m0" / "checkpoints" / "last.ckpt").exists():
-            if time.time() > deadline:
-                return
-            time.sleep(0.02)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    killer = threading.Thread(target=kill_when_training, daemon=True)
-    killer.start()
+    killer = sigterm_once_file_exists(tmp_path / "m0" / "checkpoints" / "last.ckpt")
     outcomes = fit_population(members)
     killer.join()
     assert all(isinstance(o, FitInterrupted) and o.code == 143 for o in outcomes), outcomes
