@@ -10,6 +10,9 @@ cells named as ``lit_seq.compare`` names them) to the grid's, under one BH adjus
 page cites their rows (``python -m lit_seq.results.claims PAGE`` checks it does).
 ``--tables FILE`` writes ``tables.md``: a page's own tables of cells side by side (a YAML
 list of ``{title, columns, rows}``, ``lit_seq.results.page_tables``).
+``--anchors FILE`` writes ``anchors.{csv,md}``: each published claim of a page (a YAML list of
+``{anchor, setting, claim, a, b, metric, expect}``) beside the comparison row that tests it,
+agrees / disagrees / inconclusive (``lit_seq.results.anchors``).
 ``--paper deletang2023`` adds ``paper.{csv,md}``: the grid beside Delétang et al. 2023's
 Table 2 rows (``lit_seq.results.paper``); a grid whose file names ``paper:`` gets them
 when it ends.
@@ -45,6 +48,13 @@ def main(argv: list[str] | None = None) -> int:
         "written to tables.md",
     )
     parser.add_argument(
+        "--anchors",
+        type=Path,
+        default=None,
+        help="YAML list of {anchor, setting, claim, a, b, metric, expect}: published claims, "
+        "each tested as one more comparison and written beside it to anchors.{csv,md}",
+    )
+    parser.add_argument(
         "--paper",
         choices=sorted(PAPERS),
         default=None,
@@ -52,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        build_report(args.dir, pairs=args.pairs, paper=args.paper, tables=args.tables)
+        build_report(
+            args.dir, pairs=args.pairs, paper=args.paper, tables=args.tables, anchors=args.anchors
+        )
     except (NoRecords, ValueError) as err:
         print(f"lit_seq.report: error: {err}", file=sys.stderr)
         return 2

@@ -99,28 +99,33 @@ def read_pairs(path: Path, aggregate: pd.DataFrame) -> list[dict]:
         where = f"{path}: entry {i + 1}"
         if not isinstance(entry, dict) or set(entry) != set(PAIR_KEYS):
             raise ValueError(f"{where}: keys must be exactly {list(PAIR_KEYS)}, got {entry!r}")
-        cells = {}
-        for side in ("a", "b"):
-            try:
-                cells[side] = find_cell(list(aggregate["cell"]), str(entry[side]))
-            except ValueError as err:
-                first = str(err).splitlines()[0]  # the cells it lists follow on more lines
-                raise ValueError(f"{where}: {side}: {first}") from None
-        row = aggregate.set_index("cell").loc[cells["a"]]
-        pairs.append(
-            {
-                "task": row["task"],
-                "block": "(page)",
-                "held": "",
-                "axis": "",
-                "a": entry["a"],
-                "b": entry["b"],
-                "cell_a": cells["a"],
-                "cell_b": cells["b"],
-                "metric": entry["metric"],
-            }
-        )
+        pairs.append(page_pair(entry, aggregate, where))
     return pairs
+
+
+def page_pair(entry: dict, aggregate: pd.DataFrame, where: str) -> dict:
+    """The comparison of ``entry`` (``a``, ``b``, ``metric``; cells named as
+    ``lit_seq.compare`` names them) as a page's pair; ValueError naming ``where`` and the
+    side for a cell that is not one."""
+    cells = {}
+    for side in ("a", "b"):
+        try:
+            cells[side] = find_cell(list(aggregate["cell"]), str(entry[side]))
+        except ValueError as err:
+            first = str(err).splitlines()[0]  # the cells it lists follow on more lines
+            raise ValueError(f"{where}: {side}: {first}") from None
+    row = aggregate.set_index("cell").loc[cells["a"]]
+    return {
+        "task": row["task"],
+        "block": "(page)",
+        "held": "",
+        "axis": "",
+        "a": entry["a"],
+        "b": entry["b"],
+        "cell_a": cells["a"],
+        "cell_b": cells["b"],
+        "metric": entry["metric"],
+    }
 
 
 def comparisons_table(

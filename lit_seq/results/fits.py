@@ -53,3 +53,11 @@ def fits_n(runs: pd.DataFrame, cell: str, main: str, rule: FitRule) -> str:
 def fits_nowhere(fits: object) -> bool:
     """Whether a ``k/n`` says no seed fits N (``0/10``); "" or a blank cell: unknown, no."""
     return isinstance(fits, str) and fits.startswith("0/")
+
+
+def fits_everywhere(fits: object) -> bool:
+    """Whether a ``k/n`` says every seed fits N (``10/10``, n > 0)."""
+    if not isinstance(fits, str) or "/" not in fits:
+        return False
+    k, n = fits.split("/")
+    return int(n) > 0 and k == n

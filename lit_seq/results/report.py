@@ -12,6 +12,7 @@ import pandas as pd
 from rich.console import Console
 
 from lit_seq.record import RECORDS, read_records
+from lit_seq.results.anchors import anchors_markdown, anchors_table, read_anchors
 from lit_seq.results.best import best_markdown, best_tables, score_column
 from lit_seq.results.comparisons import (
     block_pairs,
@@ -48,12 +49,16 @@ def build_report(
     pairs: Path | None = None,
     paper: str | None = None,
     tables: Path | None = None,
+    anchors: Path | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[Path]]:
     """Write the tables and plots of ``out_dir``, print the summary; (runs, aggregate, plots).
 
     ``pairs``: a page's own comparisons (``comparisons.read_pairs``), added to the grid's.
     ``paper``: a key of ``paper.PAPERS``: ``paper.{csv,md}``, the grid beside its rows.
     ``tables``: a page's own tables (``page_tables.read_tables``): ``tables.md``.
+    ``anchors``: a page's published claims (``anchors.read_anchors``): ``anchors.md``, each
+    claim beside its comparison row (one more row of ``comparisons``, unless a pair already
+    compares the same cells on the same metric).
     NoRecords if there is no record, or if any record cannot be read; ValueError for a bad
     pairs or tables file (before anything is written).
     """
@@ -72,6 +77,7 @@ def build_report(
     aggregate = aggregate_table(runs)
     extra = read_pairs(pairs, aggregate) if pairs else []
     page_tables = read_tables(tables, aggregate) if tables else []
+    claims = read_anchors(anchors, aggregate) if anchors else []
     write_tables(out_dir, runs, aggregate)
     if page_tables:
         atomic_write_text(Path(out_dir) / "tables.md", tables_markdown(page_tables, aggregate))
@@ -80,13 +86,23 @@ def build_report(
     atomic_write_text(Path(out_dir) / "best.md", best_markdown(best))
     # "fits N" by the page's rule: a grid beside a paper reads that paper's page's
     fit = PAPER_FIT if paper else FitRule()
-    comparisons = comparisons_table(runs, aggregate, block_pairs(runs, aggregate) + extra, fit)
+    pairs = block_pairs(runs, aggregate) + extra
+    seen = {(p["cell_a"], p["cell_b"], p["metric"]) for p in pairs}
+    for claim in claims:  # each claim tested once, under the same BH adjustment
+        if (key := (claim["cell_a"], claim["cell_b"], claim["metric"])) not in seen:
+            pairs.append(claim)
+            seen.add(key)
+    comparisons = comparisons_table(runs, aggregate, pairs, fit)
     atomic_write_text(Path(out_dir) / "comparisons.csv", comparisons.to_csv(index=False))
     luck = seed_wins(runs, _scores(runs, aggregate))
     atomic_write_text(
         Path(out_dir) / "comparisons.md",
         comparisons_markdown(comparisons, fit) + "\n" + seed_wins_markdown(luck),
     )
+    if claims:
+        table = anchors_table(comparisons, claims, fit, aggregate)
+        atomic_write_text(Path(out_dir) / "anchors.csv", table.to_csv(index=False))
+        atomic_write_text(Path(out_dir) / "anchors.md", anchors_markdown(table, fit))
     if paper:
         beside = side_by_side(runs, PAPERS[paper])
         atomic_write_text(Path(out_dir) / "paper.csv", beside.to_csv(index=False))

@@ -1,0 +1,132 @@
+"""A page's anchors: each published claim tested as a comparison row, with its verdict."""
+
+import pandas as pd
+import pytest
+
+from lit_seq.record import RunRecord
+from lit_seq.results.anchors import anchor_verdict, anchors_markdown, anchors_table, read_anchors
+from lit_seq.results.comparisons import comparisons_table
+from lit_seq.results.fits import FitRule
+from lit_seq.results.tables import aggregate_table, runs_table
+
+# per cell: (test/acc at N on seed s, range_ood/acc on seed s)
+CELLS = {
+    "positive": (lambda s: 0.55 + 0.01 * s, lambda s: 0.50 + 0.01 * s),  # never fits N
+    "signed": (lambda s: 1.0, lambda s: 0.90 + 0.01 * s),  # fits N in every seed
+    "fixed": (lambda s: 1.0, lambda s: 0.90 + 0.01 * s),  # as signed, seed for seed
+}
+
+
+def _tables():
+    records = []
+    for eigenvalues, (at_n, ood) in CELLS.items():
+        for seed in range(6):
+            axes = {"eigenvalues": eigenvalues}
+            cell = f"b__task=parity_check__eigenvalues={eigenvalues}"
+            records.append(
+                RunRecord(
+                    run_id=f"{cell}__seed={seed}",
+                    block="b",
+                    cell=cell,
+                    task="parity_check",
+                    arch="linear_rnn",
+                    axes=axes,
+                    axis_order=list(axes),
+                    seed=seed,
+                    main_metric="acc",
+                    status="ok",
+                    metrics={"test/acc": at_n(seed), "range_ood/acc": ood(seed)},
+                    index=len(records),
+                )
+            )
+    runs = runs_table(records)
+    return runs, aggregate_table(runs)
+
+
+def _anchor(a: str, b: str, metric: str, expect: str) -> dict:
+    return {
+        "anchor": "Grazzi et al. 2025",
+        "setting": "LRU, parity",
+        "claim": "signed transitions learn parity",
+        "a": a,
+        "b": b,
+        "metric": metric,
+        "expect": expect,
+    }
+
+
+def _write(tmp_path, entries) -> str:
+    import yaml
+
+    path = tmp_path / "anchors.yaml"
+    path.write_text(yaml.safe_dump(entries))
+    return path
+
+
+def _table(tmp_path, entries):
+    runs, aggregate = _tables()
+    claims = read_anchors(_write(tmp_path, entries), aggregate)
+    comparisons = comparisons_table(runs, aggregate, claims)
+    return anchors_table(comparisons, claims, FitRule(), aggregate)
+
+
+def test_claimed_direction_with_the_higher_side_fitting_n_agrees(tmp_path):
+    table = _table(tmp_path, [_anchor("positive", "signed", "range_ood/acc", "higher")])
+    (row,) = table.to_dict("records")
+    assert (row["verdict"], row["reason"]) == ("agrees", "b is higher")
+    assert row["difference"] == pytest.approx(0.40)
+    assert (row["fits_a"], row["fits_b"]) == ("0/6", "6/6")
+    assert row["id"] == "C1"
+
+
+def test_opposite_direction_disagrees_and_a_higher_side_that_never_fits_is_inconclusive(tmp_path):
+    entries = [
+        _anchor("positive", "signed", "range_ood/acc", "lower"),  # we find b higher: disagrees
+        _anchor("signed", "positive", "range_ood/acc", "higher"),  # a higher, fits: disagrees
+    ]
+    verdicts = list(_table(tmp_path, entries)["verdict"])
+    assert verdicts == ["disagrees", "disagrees"]
+    # the side found higher fits N in no seed: ranked against nothing
+    row = pd.Series({"verdict": "b is higher", "fits_a": "6/6", "fits_b": "0/6", "metric": "m"})
+    assert anchor_verdict(row, "higher", "test/acc") == (
+        "inconclusive",
+        "b is higher, but b fits N in no seed",
+    )
+
+
+def test_no_difference_is_inconclusive_unless_both_sides_fit_n_on_the_fit_metric(tmp_path):
+    entries = [
+        _anchor("signed", "fixed", "range_ood/acc", "higher"),
+        _anchor("signed", "fixed", "test/acc", "higher"),
+    ]
+    table = _table(tmp_path, entries)
+    assert list(table["verdict"]) == ["inconclusive", "disagrees"]
+    assert table["reason"].iloc[1] == "no difference detected; both sides fit N in every seed"
+    text = anchors_markdown(table, FitRule())
+    assert "(0 agrees, 1 disagrees, 1 inconclusive)" in text
+    assert "[C1](comparisons.md#c1)" in text
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ({**_anchor("positive", "signed", "range_ood/acc", "up")}, "expect is 'up'; allowed"),
+        ({"a": "positive", "b": "signed"}, "keys must be exactly"),
+        (_anchor("positive", "complex", "range_ood/acc", "higher"), "entry 1: b: "),
+    ],
+)
+def test_bad_entries_are_refused_in_one_line(tmp_path, entry, message):
+    _, aggregate = _tables()
+    with pytest.raises(ValueError, match=message) as err:
+        read_anchors(_write(tmp_path, [entry]), aggregate)
+    assert "\n" not in str(err.value)
+
+
+def test_the_mixers_page_anchors_name_cells_of_its_grid():
+    from tests.helpers import REPO, report_cells
+
+    cells = report_cells("mixers.yaml")
+    aggregate = pd.DataFrame({"cell": cells, "task": "t", "main_metric": "acc"})
+    anchors = read_anchors(REPO / "docs/results/mixers_anchors.yaml", aggregate)
+    assert len(anchors) == 8
+    assert {a["anchor"].split(" et al.")[0] for a in anchors} == {"Arora", "Grazzi", "Merrill"}
