@@ -1,15 +1,14 @@
 """Plain ``nn.Module`` networks (no Lightning here): backbones, heads, seq2seq models.
 
 Registries map an ``arch`` name to a constructor; the builders pass each
-constructor only the arguments it takes, so one set of options (the CLI's, as one
-``BackboneOptions``) builds any architecture.
+constructor only the arguments its ``__init__`` names (``options.build_with_options``), so
+one set of options (the CLI's, as one ``BackboneOptions``) builds any architecture, and
+:func:`backbone_reads` tells which of them an arch reads.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import inspect
 from collections.abc import Callable
 
 from torch import nn
@@ -22,7 +21,7 @@ from .heads import AppendedOutputHead, PerStepHead, SequenceClassifier
 from .linear_attention import LinearAttentionBackbone
 from .linear_rnn import EIGENVALUES, LinearRNNBackbone
 from .mamba import MambaBackbone
-from .options import BackboneOptions
+from .options import OPTIONS, BackboneOptions, build_with_options, options_read
 from .plugin import BackboneFactory, PluginBackbone
 from .positional import (
     POS_MODES,
@@ -34,7 +33,7 @@ from .positional import (
 )
 from .randomized import RandomizedPositionalEncoding
 from .readout import READOUTS, Readout
-from .recurrent import CELLS, NONLINEARITIES, RecurrentBackbone
+from .recurrent import CELLS, NONLINEARITIES, LSTMBackbone, RecurrentBackbone, RNNBackbone
 from .relative_bias import RelativePositionBias, relative_bucket
 from .rotary import RotaryPositionalEncoding
 from .seq2seq import RecurrentSeq2Seq, TransformerSeq2Seq
@@ -42,8 +41,8 @@ from .transformer import NORMS, DecoderBlock, EncoderBlock, FeedForward, Transfo
 
 BACKBONES: dict[str, Callable[..., nn.Module]] = {
     "transformer": TransformerBackbone,
-    "rnn": functools.partial(RecurrentBackbone, cell="rnn"),
-    "lstm": functools.partial(RecurrentBackbone, cell="lstm"),
+    "rnn": RNNBackbone,
+    "lstm": LSTMBackbone,
     "mamba": MambaBackbone,
     "linear_rnn": LinearRNNBackbone,
     "linear_attention": LinearAttentionBackbone,
@@ -58,6 +57,14 @@ SEQ2SEQ: dict[str, Callable[..., nn.Module]] = {
 }
 
 
+def backbone_reads(arch: str) -> frozenset[str]:
+    """The ``BackboneOptions`` fields the backbone ``arch`` reads: those its class's
+    ``__init__`` names (an lstm: d_model, n_layers, dropout, bidirectional, forget_bias),
+    plus ``input_size`` when it can read the one-hot input without an embedding."""
+    check_choice("arch", arch, BACKBONES)
+    return options_read(BACKBONES[arch], (*OPTIONS, "input_size"))
+
+
 def build_backbone(
     arch: str,
     options: BackboneOptions,
@@ -66,33 +73,20 @@ def build_backbone(
     max_len: int,
     input_size: int | None = None,
 ) -> nn.Module:
-    """Build the (B, T, d) -> (B, T, d) backbone named ``arch`` (a key of ``BACKBONES``).
+    """Build the (B, T, d) -> (B, T, d) backbone named ``arch`` (a key of ``BACKBONES``),
+    passing its class the options its ``__init__`` names (:func:`backbone_reads`).
 
     ``max_len`` is the longest sequence it reads (sizes the transformer's positional table).
-    ``input_size`` (rnn/lstm only; None: d) is the width of its input when a head feeds it
-    the one-hot input itself. The transformer ignores ``options.bidirectional``,
-    ``forget_bias`` and ``nonlinearity`` (the lstm ``nonlinearity`` too); rnn/lstm ignore
-    ``n_heads``, ``d_ff``, ``pos_mode``, ``pos_range``, ``residual``, ``norm``,
-    ``embed_scale`` and ``max_len`` (so those are not validated for them).
+    ``input_size`` (None: d) is the width of its input when a head feeds it the one-hot
+    input itself; an arch that cannot read it (no ``input_size`` argument) is refused.
     """
     check_choice("arch", arch, BACKBONES)
-    o = options
-    kwargs = dict(d_model=o.d_model, n_layers=o.n_layers, dropout=o.dropout, causal=causal)
-    if arch == "transformer":
-        kwargs.update(n_heads=o.n_heads, d_ff=o.d_ff, pos_mode=o.pos_mode, residual=o.residual)
-        kwargs.update(max_len=max_len, pos_range=o.pos_range)
-        kwargs.update(norm=o.norm, embed_scale=o.embed_scale)
-    elif arch in MIXERS:
-        takes = inspect.signature(BACKBONES[arch]).parameters
-        kwargs.update(
-            {k: v for k, v in dataclasses.asdict(o).items() if k in takes.keys() - kwargs}
-        )
-    else:
-        kwargs.update(bidirectional=o.bidirectional)
-        kwargs.update(input_size=input_size, forget_bias=o.forget_bias)
-        if arch == "rnn":
-            kwargs.update(nonlinearity=o.nonlinearity)
-    return BACKBONES[arch](**kwargs)
+    given: dict = dict(causal=causal, max_len=max_len)
+    if input_size is not None:
+        if "input_size" not in backbone_reads(arch):
+            raise ValueError(f"arch={arch!r} reads no one-hot input (input_size={input_size})")
+        given["input_size"] = input_size
+    return build_with_options(BACKBONES[arch], options, **given)
 
 
 def build_seq2seq(
@@ -132,6 +126,7 @@ __all__ = [
     "EIGENVALUES",
     "MIXERS",
     "NORMS",
+    "OPTIONS",
     "POS_MODES",
     "READOUTS",
     "SEQ2SEQ",
@@ -140,6 +135,8 @@ __all__ = [
     "AttentionPositions",
     "BackboneFactory",
     "BackboneOptions",
+    "LSTMBackbone",
+    "RNNBackbone",
     "DecoderBlock",
     "EncoderBlock",
     "FeedForward",
@@ -163,6 +160,7 @@ __all__ = [
     "TransformerBackbone",
     "TransformerSeq2Seq",
     "alibi_slopes",
+    "backbone_reads",
     "build_backbone",
     "build_positional",
     "build_seq2seq",

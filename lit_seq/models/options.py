@@ -1,12 +1,20 @@
 """``BackboneOptions``: the architecture options every network builder shares, as one value.
 
 A system builds it once from its own typed arguments and hands it to ``build_backbone``,
-``PluginBackbone.build`` or ``build_seq2seq``; each builder passes a constructor only the
-fields it takes. What the task or the head decides (``causal``, ``max_len``, ``vocab_size``)
-is given to the builders separately.
+``PluginBackbone.build`` or ``build_seq2seq``. A backbone, built-in or plug-in, is built one
+way (:func:`build_with_options`): its class gets the options its ``__init__`` names, so
+the signature is where a backbone declares what it reads, and :func:`options_read` is what
+the option checks ask (an option set away from its default that the chosen backbone does
+not read is refused). What the task or the head decides (``causal``, ``max_len``,
+``input_size``, ``vocab_size``) is given to the builders separately.
 """
 
+import dataclasses
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from torch import nn
 
 
 @dataclass(frozen=True)
@@ -50,3 +58,27 @@ class BackboneOptions:
     nonlinearity: str
     d_state: int
     eigenvalues: str
+
+
+OPTIONS = tuple(f.name for f in dataclasses.fields(BackboneOptions))
+
+
+def options_read(constructor: Callable[..., nn.Module], names: tuple[str, ...] = OPTIONS):
+    """The ``names`` that ``constructor``'s ``__init__`` takes, as a frozenset; None when it
+    takes ``**kwargs`` (it may read any of them)."""
+    params = inspect.signature(constructor).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return None
+    return frozenset(name for name in names if name in params)
+
+
+def build_with_options(
+    constructor: Callable[..., nn.Module], options: BackboneOptions, **given: object
+) -> nn.Module:
+    """``constructor`` called with the fields of ``options`` and the ``given`` keywords (the
+    builder's: ``causal``, ``max_len``, ...) that it names, every one if it takes
+    ``**kwargs``. Example: an ``LSTMBackbone`` gets ``d_model``, ``n_layers``, ``dropout``,
+    ``bidirectional``, ``forget_bias`` and ``causal``, never ``n_heads``."""
+    offered = {**dataclasses.asdict(options), **given}
+    takes = options_read(constructor, tuple(offered))
+    return constructor(**(offered if takes is None else {k: offered[k] for k in takes}))

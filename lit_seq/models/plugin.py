@@ -19,7 +19,6 @@ A plain import path (``backbone: examples.plugins.GRUBackbone``) is the same wit
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib
 import inspect
@@ -28,9 +27,8 @@ from typing import Protocol
 
 from torch import nn
 
-from .options import BackboneOptions
+from .options import OPTIONS, BackboneOptions, build_with_options, options_read
 
-OPTIONS = tuple(f.name for f in dataclasses.fields(BackboneOptions))
 SHARED = (*OPTIONS, "causal", "max_len")  # what the system hands a plug-in, by these names
 
 
@@ -130,10 +128,8 @@ class PluginBackbone:
 
     def takes(self) -> set[str] | None:
         """The shared options its ``__init__`` names; None when it takes ``**kwargs`` (all)."""
-        params = inspect.signature(self.cls).parameters
-        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-            return None
-        return {name for name in SHARED if name in params}
+        takes = options_read(self.cls, SHARED)
+        return None if takes is None else set(takes)
 
     def _check(self) -> None:
         params = inspect.signature(self.cls).parameters
@@ -172,7 +168,5 @@ class PluginBackbone:
 
     def build(self, options: BackboneOptions, *, causal: bool, max_len: int) -> nn.Module:
         """The (B, T, d) -> (B, T, d) backbone: its own options plus the shared ones it takes."""
-        offered = {**dataclasses.asdict(options), "causal": causal, "max_len": max_len}
-        takes = self.takes()
-        shared = offered if takes is None else {k: v for k, v in offered.items() if k in takes}
-        return self.cls(**shared, **self.init_args)
+        own = functools.partial(self.cls, **self.init_args)
+        return build_with_options(own, options, causal=causal, max_len=max_len)

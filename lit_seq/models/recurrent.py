@@ -1,4 +1,8 @@
-"""Recurrent backbone: ``nn.RNN`` (tanh or ReLU) or ``nn.LSTM``, one class, the cell a flag.
+"""Recurrent backbones: ``nn.RNN`` (tanh or ReLU) or ``nn.LSTM``, one class, the cell a flag.
+
+``RNNBackbone`` and ``LSTMBackbone`` are it with the cell fixed: each ``__init__`` names only
+the options its cell reads (``nonlinearity``, ``forget_bias``), which is how the builders
+and the option checks know what an arch reads (``models.options``).
 
 The torch modules (not a Python loop over time) are used so that cuDNN's fused
 kernels run on GPU. Inside ``stacking.stacked_members()`` the same recurrence runs as a loop of
@@ -140,3 +144,53 @@ class RecurrentBackbone(nn.Module):
         else:
             out, _ = self.rnn(x)  # (B, T, d) or (B, T, 2d)
         return self.proj(out)
+
+
+class RNNBackbone(RecurrentBackbone):
+    """:class:`RecurrentBackbone` with ``cell="rnn"``: the options an ``nn.RNN`` reads."""
+
+    def __init__(
+        self,
+        d_model: int = 64,
+        n_layers: int = 1,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        causal: bool = False,
+        input_size: int | None = None,
+        nonlinearity: str = "tanh",
+    ) -> None:
+        super().__init__(
+            d_model,
+            n_layers,
+            "rnn",
+            dropout,
+            bidirectional,
+            causal,
+            input_size=input_size,
+            nonlinearity=nonlinearity,
+        )
+
+
+class LSTMBackbone(RecurrentBackbone):
+    """:class:`RecurrentBackbone` with ``cell="lstm"``: the options an ``nn.LSTM`` reads."""
+
+    def __init__(
+        self,
+        d_model: int = 64,
+        n_layers: int = 1,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+        causal: bool = False,
+        input_size: int | None = None,
+        forget_bias: float = 0.0,
+    ) -> None:
+        super().__init__(
+            d_model,
+            n_layers,
+            "lstm",
+            dropout,
+            bidirectional,
+            causal,
+            input_size=input_size,
+            forget_bias=forget_bias,
+        )

@@ -1,28 +1,29 @@
 """Which backbone reads which option: an option set away from its default on a backbone that
 never reads it would be a silent no-op, so ``SequenceSystem`` refuses it in one line.
 
+What an arch reads is what its class's ``__init__`` names (``models.backbone_reads``), the
+one place a backbone declares it, as for a plug-in; ``input_embedding`` (the head's) is
+read by the archs that can take the one-hot input (an ``input_size`` argument).
+
 Example: ``pos_mode='none'`` with ``arch='lstm'`` -> "pos_mode='none' only applies to
 arch='transformer', not 'lstm'".
 """
 
 from __future__ import annotations
 
-# option -> the archs whose network reads it (the others ignore it)
-READ_BY: dict[str, tuple[str, ...]] = {
-    "n_heads": ("transformer", "linear_attention"),
-    "d_ff": ("transformer", "linear_rnn", "linear_attention"),
-    "pos_mode": ("transformer",),
-    "pos_range": ("transformer",),
-    "residual": ("transformer",),
-    "norm": ("transformer",),
-    "embed_scale": ("transformer",),
-    "forget_bias": ("lstm",),
-    "nonlinearity": ("rnn",),
-    "input_embedding": ("rnn", "lstm"),
-    "bidirectional": ("rnn", "lstm"),
-    "d_state": ("mamba",),
-    "eigenvalues": ("linear_rnn",),
-}
+from lit_seq.models import BACKBONES, OPTIONS, backbone_reads
+
+
+def read_by() -> dict[str, tuple[str, ...]]:
+    """option -> the archs whose network reads it, in ``BACKBONES`` order (the others
+    ignore it); options every arch reads are left out."""
+    reads = {arch: backbone_reads(arch) for arch in BACKBONES}
+    table = {name: tuple(a for a in BACKBONES if name in reads[a]) for name in OPTIONS}
+    table["input_embedding"] = tuple(a for a in BACKBONES if "input_size" in reads[a])
+    return {name: archs for name, archs in table.items() if len(archs) < len(BACKBONES)}
+
+
+READ_BY = read_by()
 
 # options of the embedding, blocks and heads a seq2seq encoder-decoder builds its own way
 NOT_SEQ2SEQ = (

@@ -19,6 +19,7 @@ from lit_seq.models import (
     EIGENVALUES,
     NONLINEARITIES,
     NORMS,
+    OPTIONS,
     POS_MODES,
     BackboneFactory,
     BackboneOptions,
@@ -28,7 +29,7 @@ from lit_seq.models import (
     position_limit,
 )
 from lit_seq.models.one_hot import one_hot_width
-from lit_seq.systems.arch_options import check_arch_options
+from lit_seq.systems.arch_options import READ_BY, check_arch_options
 from lit_seq.systems.divergence import DIVERGED_FACTOR, divergence  # noqa: F401 (re-exported)
 from lit_seq.systems.max_len import resolve_max_len
 from lit_seq.systems.metrics import StepAccuracy
@@ -164,42 +165,16 @@ class SequenceSystem(L.LightningModule):
         # an ablation of something the backbone does not have would be a silent no-op
         check_int("d_state", d_state, 1)
         check_choice("eigenvalues", eigenvalues, EIGENVALUES)
-        chosen = dict(pos_mode=pos_mode, pos_range=pos_range, residual=residual, norm=norm)
-        chosen |= dict(embed_scale=embed_scale, forget_bias=forget_bias, readout_relu=readout_relu)
-        chosen |= dict(
-            n_heads=n_heads,
-            d_ff=d_ff,
-            nonlinearity=nonlinearity,
-            d_state=d_state,
-            eigenvalues=eigenvalues,
-            bidirectional=bidirectional,
-        )
-        check_arch_options(
-            arch, self.task_kind, chosen | {"input_embedding": input_embedding}, _DEFAULTS
-        )
         # collects the subclass's arguments too: it walks up the chain of __init__ frames
         self.save_hyperparameters()
+        hp = self.hparams
+        checked = (*READ_BY, "readout_relu")  # what some arch or head never reads
+        check_arch_options(arch, self.task_kind, {k: hp[k] for k in checked}, _DEFAULTS)
         # the length the network is built for, whether given or the data's: what builders,
         # checkpoints (so a reload builds the same table) and records read
-        self.hparams["max_len"] = max_len
+        hp["max_len"] = max_len
         # what every network builder takes, as one typed value (make_backbone, Seq2Seq)
-        self.backbone_options = BackboneOptions(
-            d_model=d_model,
-            n_layers=n_layers,
-            n_heads=n_heads,
-            d_ff=d_ff,
-            dropout=dropout,
-            pos_mode=pos_mode,
-            pos_range=pos_range,
-            residual=residual,
-            bidirectional=bidirectional,
-            norm=norm,
-            embed_scale=embed_scale,
-            forget_bias=forget_bias,
-            nonlinearity=nonlinearity,
-            d_state=d_state,
-            eigenvalues=eigenvalues,
-        )
+        self.backbone_options = BackboneOptions(**{name: hp[name] for name in OPTIONS})
         # under LightningCLI the hyperparameters hold the config's own (plain) form of the
         # backbone; keep that form, also when a caller passed a class, for the checkpoints
         self.plugin = self._plugin(self.hparams.get("backbone"), arch)

@@ -1,0 +1,90 @@
+"""What a backbone reads is what its ``__init__`` names, and every option it names changes it.
+
+``models.backbone_reads`` (and from it the refusals of ``systems.arch_options``) trusts the
+signatures: a class that named an option and ignored it would make a set-away option a silent
+no-op again. So, for every built-in arch, each option it names changes its output when set
+away from its default (same seed, same input), and the refusal table is what they name.
+"""
+
+import pytest
+import torch
+
+from lit_seq.models import BACKBONES, BackboneOptions, backbone_reads, build_backbone
+from lit_seq.systems.arch_options import READ_BY
+
+BASE = dict(
+    d_model=8,
+    n_layers=2,
+    n_heads=2,
+    d_ff=None,
+    dropout=0.0,
+    pos_mode="sinusoidal",
+    pos_range=None,
+    residual=True,
+    bidirectional=False,
+    norm="pre",
+    embed_scale=False,
+    forget_bias=0.0,
+    nonlinearity="tanh",
+    d_state=4,
+    eigenvalues="positive",
+)
+# option -> (a value away from BASE's, what else it needs to be read)
+AWAY = {
+    "d_model": (16, {}),
+    "n_layers": (1, {}),
+    "n_heads": (4, {}),
+    "d_ff": (4, {}),
+    "dropout": (0.5, {}),
+    "pos_mode": ("none", {}),
+    "pos_range": (64, {"pos_mode": "randomized"}),  # the randomized encoding's own option
+    "residual": (False, {}),
+    "bidirectional": (True, {}),
+    "norm": ("post", {}),
+    "embed_scale": (True, {}),
+    "forget_bias": (1.0, {}),
+    "nonlinearity": ("relu", {}),
+    "d_state": (2, {}),
+    "eigenvalues": ("signed", {}),
+}
+CASES = [
+    (arch, name) for arch in BACKBONES for name in sorted(backbone_reads(arch) - {"input_size"})
+]
+
+
+def _output(arch: str, **changes) -> torch.Tensor:
+    options = BackboneOptions(**{**BASE, **changes})
+    torch.manual_seed(0)
+    net = build_backbone(arch, options, causal=not options.bidirectional, max_len=16)
+    x = torch.randn(3, 6, 8, generator=torch.Generator().manual_seed(1))
+    if options.d_model != 8:
+        x = torch.cat([x, x], dim=-1)
+    torch.manual_seed(2)  # the same dropout and randomized-position draws on both sides
+    return net.train()(x)
+
+
+@pytest.mark.parametrize(("arch", "name"), CASES)
+def test_every_option_an_arch_names_changes_its_output(arch, name):
+    value, needs = AWAY[name]
+    before, after = _output(arch, **needs), _output(arch, **needs, **{name: value})
+    assert before.shape != after.shape or not torch.allclose(before, after)
+
+
+def test_the_refusal_table_is_what_the_signatures_name():
+    assert READ_BY["forget_bias"] == ("lstm",)
+    assert READ_BY["nonlinearity"] == ("rnn",)
+    assert READ_BY["n_heads"] == ("transformer", "linear_attention")
+    assert READ_BY["input_embedding"] == ("rnn", "lstm")
+    for name, archs in READ_BY.items():
+        key = "input_size" if name == "input_embedding" else name
+        assert archs == tuple(a for a in BACKBONES if key in backbone_reads(a))
+    assert "d_model" not in READ_BY  # every arch reads it: nothing to refuse
+
+
+def test_a_backbone_is_given_only_what_it_names():
+    lstm = build_backbone(
+        "lstm", BackboneOptions(**{**BASE, "n_heads": 64}), causal=True, max_len=8
+    )
+    assert type(lstm).__name__ == "LSTMBackbone"  # n_heads was never offered to it
+    with pytest.raises(ValueError, match="arch='mamba' reads no one-hot input"):
+        build_backbone("mamba", BackboneOptions(**BASE), causal=True, max_len=8, input_size=3)
