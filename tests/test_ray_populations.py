@@ -132,6 +132,7 @@ def _holders(path: Path) -> list[int]:
 
 
 @needs_ray
+@pytest.mark.slow  # ~150 s at load 12-14 on 2 cores: three drivers, of which two pay Ray workers
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_packed_grid_on_ray_killed_and_resumed_gives_the_local_digits(
     ray_instance, tmp_path, capsys
