@@ -143,14 +143,6 @@ def test_what_cannot_train_stacked_is_never_packed(config, override):
     assert pack_key(cli) == ""
 
 
-def test_pack_on_is_refused_with_ray(capsys):
-    from lit_seq.ablate.__main__ import main
-
-    with pytest.raises(SystemExit):
-        main(["ablations/smoke.yaml", "--executor", "ray", "--pack", "on"])
-    assert "--pack on needs --executor local" in capsys.readouterr().err
-
-
 # -- a member is its solo run -------------------------------------------------------------
 
 

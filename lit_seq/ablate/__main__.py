@@ -5,6 +5,7 @@
                              [--wandb auto|online|offline|off] [--wandb-project P]
                              [--wandb-entity E] [--executor local|ray]
                              [--ray-address auto|HOST:PORT] [--ray-num-cpus C] [--ray-num-gpus G]
+                             [--ray-pack-num-gpus G]
 
 Results go to ``--out`` (default ``results/<grid name>``): one record per run, then the
 tables (runs / aggregate as CSV, Parquet, Markdown) and plots; ``python -m lit_seq.report
@@ -87,8 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="train runs of one shape (seeds, learning rates) together as one population in "
         "one loop, each still its own run (docs/packing.md): auto = only the model families "
         "measured to be faster that way on this kind of device (CPU: echo rnn and lstm; GPU: "
-        "not measured yet, none), on = every packable run, off = each run alone; local executor "
-        "only",
+        "not measured yet, none), on = every packable run, off = each run alone; with --executor "
+        "ray each population is one Ray task (docs/ray.md)",
     )
     parser.add_argument(
         "--wandb",
@@ -112,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--executor",
         choices=sorted(EXECUTORS),
         default="local",
-        help="local: --workers processes on this machine; ray: one Ray task per run (docs/ray.md)",
+        help="local: --workers processes on this machine; ray: one Ray task per run or population "
+        "(docs/ray.md)",
     )
     ray = parser.add_argument_group("ray executor (see docs/ray.md)")
     ray.add_argument(
@@ -133,6 +135,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="G",
         help="GPUs per run; 0.25 packs 4 runs per GPU (default: the grid's ray: section, "
         "else 1 if the cluster has GPUs, else 0)",
+    )
+    ray.add_argument(
+        "--ray-pack-num-gpus",
+        type=float,
+        metavar="G",
+        help="GPUs per population (--pack), at most 1 (default: the grid's ray: section, else "
+        "its members' --ray-num-gpus added up, at most 1)",
     )
     return parser
 
@@ -203,6 +212,7 @@ def plan(args: argparse.Namespace) -> Plan:
         args.ray_num_cpus,
         args.ray_num_gpus,
         where=args.grid.name,
+        pack_num_gpus=args.ray_pack_num_gpus,
     )
     if args.executor == "ray" and args.threads > ray.num_cpus:  # oversubscribed: a crawl
         raise BadGrid(
@@ -243,7 +253,7 @@ def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
         highlight=False,
         soft_wrap=True,
     )
-    pack = "off" if args.executor == "ray" else args.pack  # Ray: one task per run
+    pack = args.pack  # either executor: with Ray, each population is one task
     job = GridJob(
         out_dir, spec["name"], plan.wandb_mode, args.workers, plan.ray, pack, threads=args.threads
     )
@@ -303,11 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     quiet_libraries()
     parser = build_parser()
     args = parser.parse_args(argv)
-    ray_flags = (args.ray_address, args.ray_num_cpus, args.ray_num_gpus)
+    ray_flags = (args.ray_address, args.ray_num_cpus, args.ray_num_gpus, args.ray_pack_num_gpus)
     if args.executor != "ray" and any(f is not None for f in ray_flags):
-        parser.error("--ray-address, --ray-num-cpus and --ray-num-gpus need --executor ray")
-    if args.executor == "ray" and args.pack == "on":
-        parser.error("--pack on needs --executor local; Ray runs one task per run")
+        parser.error("the --ray-* options need --executor ray")
     if args.executor == "ray" and args.workers != 1:
         parser.error("--workers is for --executor local; Ray runs as many runs as fit the cluster")
     console = Console()

@@ -21,6 +21,9 @@ class RayOptions:
     address: str | None = None  # None: RAY_ADDRESS if set, else a local instance
     num_cpus: float = 1.0  # per run: what Ray reserves for it (its threads: GridJob.threads)
     num_gpus: float | None = None  # per run; None: 1 if the cluster has GPUs, else 0
+    # per population (a pack, trained as one task on one device); None: what its members
+    # would ask for alone, at most 1 (ray_executor.pack_gpus)
+    pack_num_gpus: float | None = None
 
 
 @dataclass(frozen=True)
@@ -31,8 +34,8 @@ class GridJob:
     grid_name: str
     wandb_mode: str  # online | offline | off (already resolved)
     workers: int = 1
-    ray: RayOptions | None = None  # --executor ray: address and resources per run
-    pack: str = "off"  # --pack: auto | on | off (lit_seq.ablate.packing; local executor only)
+    ray: RayOptions | None = None  # --executor ray: address, resources per run and population
+    pack: str = "off"  # --pack: auto | on | off (lit_seq.ablate.packing; either executor)
     # torch threads per run, whatever the workers: the thread count moves a run's digits
     # (docs/grids.md, "What moves a run's digits"), so it is a choice, never a side effect
     threads: int = 1

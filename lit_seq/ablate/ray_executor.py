@@ -1,7 +1,9 @@
-"""The ``ray`` executor: one Ray task per run; Ray schedules, lit_seq submits and collects.
+"""The ``ray`` executor: one Ray task per run or population; Ray schedules, lit_seq submits
+and collects.
 
     python -m lit_seq.ablate ablations/arch.yaml --executor ray [--ray-address auto|HOST:PORT]
-                             [--ray-num-cpus 1] [--ray-num-gpus 0.25]
+                             [--ray-num-cpus 1] [--ray-num-gpus 0.25] [--pack auto|on|off]
+                             [--ray-pack-num-gpus 1]
 
 Without an address (and no ``RAY_ADDRESS``) a local Ray instance is started for the grid and
 stopped after it; ``auto`` or ``host:port`` joins a running cluster (``ray start --head``).
@@ -11,6 +13,12 @@ driver's ``--out`` even when the nodes share no filesystem. Run folders (checkpo
 and logs are written on the node that ran the task, under the same ``--out`` path.
 Per-run resources: ``--ray-num-cpus/--ray-num-gpus``, else the grid's ``ray:`` section, else
 1 CPU and, if the cluster has GPUs, 1 GPU; a fraction of a GPU packs several runs onto one.
+Populations: ``--pack`` cuts the runs into packs with the local executor's own rule
+(``lit_seq.ablate.packing.packs``); each pack of several runs is one task that trains them as
+one population (``run_one.logged_pack``) and returns every member's record, the driver
+writing each as the run it is. Such a task asks for the CPUs of a run (it uses ``--threads``
+threads, as a local worker does) and :func:`pack_gpus` GPUs: ``--ray-pack-num-gpus``, else the
+grid's ``ray: {pack_num_gpus: G}``, else what its members would ask for alone, at most one.
 Each task's torch uses ``--threads`` threads (``GridJob.threads``, default 1, at most its CPUs),
 as the local executor's workers do: a thread count is a choice, since it moves a run's digits.
 A task whose worker or node dies is retried by Ray (``MAX_RETRIES``), then recorded as failed.
@@ -33,7 +41,7 @@ from lit_seq.util.runtime import QUIET_OPENMP, cpu_count, use_threads
 
 INSTALL_HINT = "executor 'ray' needs the ray extra: pip install -e '.[ray]'"
 MAX_RETRIES = 2  # reruns of a task whose worker process or node died (a failed run is a result)
-RESOURCE_KEYS = ("num_cpus", "num_gpus")  # the keys of a grid's ray: section
+RESOURCE_KEYS = ("num_cpus", "num_gpus", "pack_num_gpus")  # the keys of a grid's ray: section
 SECRET_ENV = ("WANDB_API_KEY",)  # never shipped through Ray: `wandb login` on each node instead
 
 
@@ -54,6 +62,8 @@ def _resource(value: object, key: str, where: str) -> float:
         raise BadGrid(f"{where}: {key}={value!r} must be {'> 0' if key == 'num_cpus' else '>= 0'}")
     if key == "num_gpus" and value > 1 and value != int(value):
         raise BadGrid(f"{where}: num_gpus={value!r}: above 1 Ray only hands out whole GPUs")
+    if key == "pack_num_gpus" and value > 1:
+        raise BadGrid(f"{where}: pack_num_gpus={value!r} must be <= 1: a population is one device")
     return float(value)
 
 
@@ -63,18 +73,31 @@ def ray_options(
     num_cpus: float | None = None,
     num_gpus: float | None = None,
     where: str = "grid",
+    pack_num_gpus: float | None = None,
 ) -> RayOptions:
-    """Validate a grid's ``ray:`` section (``{num_cpus: 1, num_gpus: 0.25}``); flags win."""
+    """Validate a grid's ``ray:`` section (``{num_cpus: 1, num_gpus: 0.25, pack_num_gpus: 1}``);
+    flags win."""
     section = {} if section is None else section
     if not isinstance(section, dict):
         raise BadGrid(f"{where}: ray must be a mapping with keys {list(RESOURCE_KEYS)}")
     if unknown := [k for k in section if k not in RESOURCE_KEYS]:
         raise BadGrid(f"{where}: ray: unknown key {unknown[0]!r}; allowed: {list(RESOURCE_KEYS)}")
     settings = {k: _resource(v, k, f"{where}: ray") for k, v in section.items()}
-    for key, flag in (("num_cpus", num_cpus), ("num_gpus", num_gpus)):
+    flags = (("num_cpus", num_cpus), ("num_gpus", num_gpus), ("pack_num_gpus", pack_num_gpus))
+    for key, flag in flags:
         if flag is not None:
             settings[key] = _resource(flag, key, f"--ray-{key.replace('_', '-')}")
     return RayOptions(address=address or None, **settings)
+
+
+def pack_gpus(options: RayOptions, run_gpus: float, size: int) -> float:
+    """The GPUs a population of ``size`` runs asks Ray for: ``options.pack_num_gpus`` when
+    set, else what its members would ask for alone (``size`` x ``run_gpus``, a run's), at most
+    one GPU, since a population trains on one device. E.g. runs of 0.25 GPU: a population of
+    3 asks for 0.75, one of 27 for 1; the default 1 GPU a run: one population per GPU."""
+    if options.pack_num_gpus is not None:
+        return options.pack_num_gpus
+    return round(min(1.0, size * run_gpus), 4)  # Ray counts resources in units of 1e-4
 
 
 class _Mailbox:
@@ -91,17 +114,33 @@ class _Mailbox:
         return items
 
 
-def _train(run: Run, job: GridJob, threads: int, mailbox) -> RunRecord:
-    """One run inside a Ray worker: its record (log path included), for the driver to write."""
+def _worker() -> str:
+    """This Ray worker's name in records: ``ray-<node ip>:<pid>``."""
     import ray
 
+    return f"ray-{ray.util.get_node_ip_address()}:{os.getpid()}"
+
+
+def _train(run: Run, job: GridJob, threads: int, mailbox) -> RunRecord:
+    """One run inside a Ray worker: its record (log path included), for the driver to write."""
     # imported here, in the task: the mailbox actor's process never pays for torch
     from lit_seq.ablate.run_one import logged_run
 
     use_threads(threads)
-    worker = f"ray-{ray.util.get_node_ip_address()}:{os.getpid()}"
+    worker = _worker()
     mailbox.post.remote(run.run_id, worker)
     return logged_run(run, job, worker=worker)  # its log is on this node, like its run folder
+
+
+def _train_pack(runs: list[Run], job: GridJob, threads: int, mailbox) -> list[RunRecord]:
+    """A pack inside a Ray worker, trained as one population: every member's record."""
+    from lit_seq.ablate.run_one import logged_pack
+
+    use_threads(threads)
+    worker = _worker()
+    for run in runs:
+        mailbox.post.remote(run.run_id, worker)
+    return logged_pack(runs, job, worker=worker)
 
 
 def _connect(ray, address: str | None) -> bool:
@@ -116,15 +155,16 @@ def _connect(ray, address: str | None) -> bool:
     return True
 
 
-def _check_fits(ray, num_cpus: float, num_gpus: float, local: bool) -> None:
+def _check_fits(ray, num_cpus: float, num_gpus: float, local: bool, what: str = "a run") -> None:
     """Fail (on a local instance) or warn (a cluster may grow) if no node can take a task."""
     nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
     if any(r.get("CPU", 0) >= num_cpus and r.get("GPU", 0) >= num_gpus for r in nodes):
         return
     have = ", ".join(f"{r.get('CPU', 0):g} CPU {r.get('GPU', 0):g} GPU" for r in nodes)
-    problem = f"no Ray node has {num_cpus:g} CPU and {num_gpus:g} GPU for a run (nodes: {have})"
+    problem = f"no Ray node has {num_cpus:g} CPU and {num_gpus:g} GPU for {what} (nodes: {have})"
     if local:
-        raise BadGrid(f"{problem}; lower --ray-num-cpus / --ray-num-gpus")
+        flag = "--ray-pack-num-gpus" if what != "a run" else "--ray-num-gpus"
+        raise BadGrid(f"{problem}; lower --ray-num-cpus / {flag}")
     print(f"ray: warning: {problem}; the runs wait until such a node joins", flush=True)
 
 
@@ -151,12 +191,24 @@ def _lost(err: Exception, ray) -> str:
     return f"ray task lost, retried {MAX_RETRIES}x: {error_line(err)}"
 
 
-def _collect(ray, pending: dict, job: GridJob, on_start: OnStart, on_record: OnRecord, mailbox):
-    """Write and report each task's record as it finishes (a lost task: a failed record)."""
+def _records(ray, ref, unit: list[Run], job: GridJob) -> list[RunRecord]:
+    """The records a finished task returned (one run's, or a population's members'); each
+    of ``unit`` failed if the task returned none."""
     # run_one imports torch: kept out of this module, which the mailbox actor's process loads
     from lit_seq.ablate.run_one import failed_record
 
-    by_id = {run.run_id: run for run in pending.values()}
+    try:
+        returned = ray.get(ref)
+    except ray.exceptions.RayError as err:
+        return [failed_record(run, job, _lost(err, ray)) for run in unit]
+    return returned if isinstance(returned, list) else [returned]
+
+
+def _collect(ray, pending: dict, job: GridJob, on_start: OnStart, on_record: OnRecord, mailbox):
+    """Write and report each task's records as it finishes (a lost task: failed records).
+
+    ``pending``: each task's reference -> the runs it trains (one, or a population's)."""
+    by_id = {run.run_id: run for unit in pending.values() for run in unit}
     try:
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
@@ -164,30 +216,91 @@ def _collect(ray, pending: dict, job: GridJob, on_start: OnStart, on_record: OnR
                 if run_id in by_id:  # not a late message about a finished run
                     on_start(by_id[run_id], worker)
             for ref in ready:
-                run = pending.pop(ref)
-                del by_id[run.run_id]
-                try:
-                    record = ray.get(ref)
-                except ray.exceptions.RayError as err:
-                    record = failed_record(run, job, _lost(err, ray))
-                write_record(job.out_dir, record)  # the only write: on disk, then reported
-                on_record(record)
+                unit = pending.pop(ref)
+                for run in unit:
+                    del by_id[run.run_id]
+                for record in _records(ray, ref, unit, job):
+                    write_record(job.out_dir, record)  # the only write: on disk, then reported
+                    on_record(record)
     except BaseException:  # Ctrl-C above all
         for ref in pending:  # queued or running: their runs rerun on the next call
             ray.cancel(ref, force=True)
         raise
 
 
+def _span(values: list[float]) -> str:
+    """``3`` or ``2-27``: the range of ``values``."""
+    low, high = min(values), max(values)
+    return f"{low:g}" if low == high else f"{low:g}-{high:g}"
+
+
+def _gpus(unit: list[Run], options: RayOptions, run_gpus: float) -> float:
+    """The GPUs the task of ``unit`` asks for: a run's, or its population's (:func:`pack_gpus`)."""
+    return pack_gpus(options, run_gpus, len(unit)) if len(unit) > 1 else run_gpus
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _header(units: list[list[Run]], options: RayOptions, run_gpus: float, total: dict) -> str:
+    """The driver's line about the tasks: how many, what each asks for, the cluster found."""
+    tasks = f"ray: {_count(len(units), 'task')} of {options.num_cpus:g} CPU"
+    cluster = f"cluster {total.get('CPU', 0):g} CPU, {total.get('GPU', 0):g} GPU"
+    pops = [unit for unit in units if len(unit) > 1]
+    if not pops:
+        return f"{tasks}, {run_gpus:g} GPU each; {cluster}"
+    rule = "--ray-pack-num-gpus" if options.pack_num_gpus is not None else "K x a run's, at most 1"
+    sizes, gpus = _span([len(u) for u in pops]), _span([_gpus(u, options, run_gpus) for u in pops])
+    parts = [f"{_count(len(pops), 'population')} of {sizes} runs, {gpus} GPU each ({rule})"]
+    if alone := len(units) - len(pops):
+        parts.append(f"{_count(alone, 'run')} alone, {run_gpus:g} GPU each")
+    return f"{tasks}: {'; '.join(parts)}; {cluster}"
+
+
+def _submit(ray, units: list[list[Run]], job: GridJob, run_gpus: float, mailbox, task, pack_task):
+    """Submit one task per unit (a run, or a pack as one population); their references ->
+    their runs."""
+    options = job.ray or RayOptions()
+    remotes: dict = {}
+    pending = {}
+    for unit in units:
+        fn, gpus = (task if len(unit) == 1 else pack_task), _gpus(unit, options, run_gpus)
+        if (fn, gpus) not in remotes:
+            # options of ray.remote, not .options(): only then does a GPU task get a fresh
+            # worker (max_calls=1), so CUDA never keeps the device of the worker's previous task
+            remotes[fn, gpus] = ray.remote(
+                num_cpus=options.num_cpus,
+                num_gpus=gpus,
+                max_retries=MAX_RETRIES,  # worker or node died; exceptions are never retried
+                retry_exceptions=False,
+                runtime_env={"env_vars": _task_env()},
+            )(fn)
+        what = unit[0] if len(unit) == 1 else unit
+        pending[remotes[fn, gpus].remote(what, job, job.threads, mailbox)] = unit
+    return pending
+
+
 def run_ray(
-    runs: list[Run], job: GridJob, on_start: OnStart, on_record: OnRecord, task=_train
+    runs: list[Run],
+    job: GridJob,
+    on_start: OnStart,
+    on_record: OnRecord,
+    task=_train,
+    pack_task=_train_pack,
 ) -> None:
     """Run ``runs`` as Ray tasks; write each record here, then call ``on_record`` with it.
 
-    Uses the Ray connection of this process if there is one (tests), else makes its own and
-    closes it at the end. Any exception in the driver, Ctrl-C above all, cancels the queued
-    and running tasks and propagates; the records already written stay. ``task`` replaces
-    :func:`_train` in tests (a worker that dies, a run that hangs).
+    ``job.pack`` cuts them into packs as the local executor does
+    (``lit_seq.ablate.packing.packs``): a run alone is one task, a pack of several is one
+    task that trains them as one population. Uses the Ray connection of this process if
+    there is one (tests), else makes its own and closes it at the end. Any exception in the
+    driver, Ctrl-C above all, cancels the queued and running tasks and propagates; the
+    records already written stay. ``task`` and ``pack_task`` replace :func:`_train` and
+    :func:`_train_pack` in tests (a worker that dies, a run that hangs).
     """
+    from lit_seq.ablate.packing import packs  # population imports torch: see _records
+
     if not runs:
         return
     ray = require_ray()
@@ -197,26 +310,18 @@ def run_ray(
     mailbox = None
     try:
         total = ray.cluster_resources()
-        num_gpus = options.num_gpus
-        if num_gpus is None:  # one run per GPU where there are GPUs; pack with a fraction
-            num_gpus = 1.0 if total.get("GPU", 0) > 0 else 0.0
-        _check_fits(ray, options.num_cpus, num_gpus, local=local)
-        print(
-            f"ray: {len(runs)} tasks of {options.num_cpus:g} CPU, {num_gpus:g} GPU each; cluster "
-            f"{total.get('CPU', 0):g} CPU, {total.get('GPU', 0):g} GPU",
-            flush=True,
-        )
-        # options of ray.remote, not .options(): only then does a GPU task get a fresh worker
-        # (max_calls=1), so CUDA never keeps the device of the worker's previous task
-        remote = ray.remote(
-            num_cpus=options.num_cpus,
-            num_gpus=num_gpus,
-            max_retries=MAX_RETRIES,  # worker or node died; exceptions are never retried
-            retry_exceptions=False,
-            runtime_env={"env_vars": _task_env()},
-        )(task)
+        run_gpus = options.num_gpus
+        if run_gpus is None:  # one run per GPU where there are GPUs; pack with a fraction
+            run_gpus = 1.0 if total.get("GPU", 0) > 0 else 0.0
+        # populations train on the device they ask for (a GPU for every size, or for none):
+        # --pack auto packs that device's measured families, as the local executor does
+        units = packs(runs, job.pack, "cuda" if pack_gpus(options, run_gpus, 1) > 0 else "cpu")
+        for is_pack, gpus in sorted({(len(u) > 1, _gpus(u, options, run_gpus)) for u in units}):
+            what = "a population" if is_pack else "a run"
+            _check_fits(ray, options.num_cpus, gpus, local=local, what=what)
+        print(_header(units, options, run_gpus, total), flush=True)
         mailbox = ray.remote(num_cpus=0)(_Mailbox).remote()
-        pending = {remote.remote(run, job, job.threads, mailbox): run for run in runs}
+        pending = _submit(ray, units, job, run_gpus, mailbox, task, pack_task)
         _collect(ray, pending, job, on_start, on_record, mailbox)
     finally:
         if mailbox is not None:

@@ -8,6 +8,8 @@ warning.
 :func:`run_and_record` adds the run's log file and writes the record, so a result is on
 disk before anyone is told about it; :func:`run_pack_and_record` does the same for each
 member of a pack of runs trained together as one population (``lit_seq.population``).
+The Ray executor's tasks run :func:`logged_run` and :func:`logged_pack`, which return the
+records for the driver to write.
 """
 
 import contextlib
@@ -197,12 +199,12 @@ def run_and_record(run: Run, job: GridJob, worker: str = "") -> RunRecord:
     return record
 
 
-def run_pack_and_record(
-    runs: list[Run], job: GridJob, worker: str, on_record: Callable[[RunRecord], None]
-) -> None:
-    """Train ``runs`` as one population (``lit_seq.population``): each member is recorded as
-    the run it is, its record written, then handed to ``on_record``. The pack's output goes to
-    one log file (``logs/<first run_id>.pack.log``), which every member's record names."""
+def logged_pack(runs: list[Run], job: GridJob, worker: str = "") -> list[RunRecord]:
+    """Train ``runs`` as one population (``lit_seq.population``) in this process and return
+    each member's record as the run it is, in the order of ``runs``; never raises. The
+    pack's output goes to one log file (``logs/<first run_id>.pack.log``, on this machine),
+    which every member's record names. A member that fails (diverged) is a failed record
+    beside the others'; an error before training fails every member with it."""
     started = time.perf_counter()
     records = [base_record(run, job, worker) for run in runs]
     for record in records:  # leftovers of an interrupted attempt
@@ -215,8 +217,19 @@ def run_pack_and_record(
             traceback.print_exc()
             outcomes = [err] * len(runs)
     seconds = time.perf_counter() - started
+    done = []
     for record, outcome in zip(records, outcomes, strict=True):
-        done = _finished(record, outcome, seconds)
-        done.log, done.pack_size = str(log), len(runs)
-        write_record(job.out_dir, done)
-        on_record(done)
+        member = _finished(record, outcome, seconds)
+        member.log, member.pack_size = str(log), len(runs)
+        done.append(member)
+    return done
+
+
+def run_pack_and_record(
+    runs: list[Run], job: GridJob, worker: str, on_record: Callable[[RunRecord], None]
+) -> None:
+    """:func:`logged_pack`, then each member's record written to the grid folder and handed
+    to ``on_record``."""
+    for record in logged_pack(runs, job, worker):
+        write_record(job.out_dir, record)
+        on_record(record)
