@@ -12,6 +12,11 @@ import pytest
 
 os.environ["WANDB_MODE"] = "offline"
 os.environ["WANDB_SILENT"] = "true"
+# what importing lit_seq sets, set before any test module loads torch: a file run alone
+# whose imports load torch or lightning before lit_seq otherwise got spinning OpenMP threads
+# (the whole suite's first file imports lit_seq first), and on a loaded machine its CPU tests
+# ran 10-30x slower (a bf16 population fit: 110 s against 7 s, load 14)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects: whichever tier runs, it is checked

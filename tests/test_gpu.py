@@ -27,13 +27,13 @@ def test_fit_on_gpu_uses_bf16_and_device_resident_data(config, extra, tmp_path):
         + [*TINY, *extra]
     )
     assert cli.trainer.precision == "bf16-mixed"
-    record = run(cli)
+    result = run(cli)
     assert cli.datamodule.train_set.tensors["x" if "seq2seq" not in config else "src"].is_cuda
     # fused Adam only where no gradient clipping (Lightning's AMP plugin refuses the pair)
     clips = bool(cli.trainer.gradient_clip_val)
     assert bool(cli.trainer.optimizers[0].defaults.get("fused")) is not clips
-    assert record["steps"] == 6
-    assert 0.0 <= record["metrics"][f"test/{record['main_metric']}"] <= 1.0
+    assert result.steps == 6
+    assert 0.0 <= result.metrics[f"test/{result.main_metric}"] <= 1.0
 
 
 @pytest.mark.integration

@@ -28,6 +28,7 @@ from lit_seq.ablate.packing import packs
 from lit_seq.ablate.run_one import failed_record, run_and_record, run_pack_and_record
 from lit_seq.ablate.spec import Run
 from lit_seq.record import RunRecord, read_record, record_path, write_record
+from lit_seq.util.devices import accelerator_type, worker_gpu
 from lit_seq.util.runtime import (
     QUIET_OPENMP,
     disk_full,
@@ -143,8 +144,8 @@ class LocalPool:
 
     def _start(self, i: int) -> None:
         ours, theirs = self.ctx.Pipe()
-        device = self.devices[i % len(self.devices)] if self.devices else None
-        spec = WorkerSpec(i, theirs, os.getpid(), self.job.threads, device, self.job)
+        gpu = worker_gpu(i, self.devices)
+        spec = WorkerSpec(i, theirs, os.getpid(), self.job.threads, gpu, self.job)
         process = self.ctx.Process(
             target=worker_main, args=(spec,), name=f"lit_seq-worker-{i}", daemon=True
         )
@@ -239,8 +240,7 @@ def run_local(runs: list[Run], job: GridJob, on_start: OnStart, on_record: OnRec
     the packs of ``job.pack`` (``lit_seq.ablate.packing``) each on one worker."""
     if not runs:
         return
-    device = "cuda" if gpu_devices() else "cpu"
-    units = packs(runs, job.pack, device)
+    units = packs(runs, job.pack, accelerator_type(bool(gpu_devices())))
     # the workers inherit this before their torch loads OpenMP (see lit_seq.util.runtime)
     for key, value in QUIET_OPENMP.items():
         os.environ.setdefault(key, value)

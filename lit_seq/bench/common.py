@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from lit_seq.util.assets import CONFIG_DIR
+from lit_seq.util.devices import accelerator_type
 
 ARCHS = ("transformer", "rnn", "lstm")
 # the tasks the speed sections time (those of the matrix grid), whatever else is registered
@@ -62,13 +63,22 @@ def output_tail(proc: subprocess.CompletedProcess, lines: int) -> list[str]:
 
 def device_name() -> str:
     """Where lit_seq's ``accelerator: auto`` trains: ``cuda`` when present, else ``cpu``."""
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return accelerator_type()
 
 
-def sync() -> None:
-    """Wait for queued GPU work, so a clock read after it measures the work itself."""
-    if torch.cuda.is_available():
+def sync(device: str | None = None) -> None:
+    """Wait for the work queued on ``device`` (default: the benchmark's, :func:`device_name`),
+    so a clock read after it measures the work itself; a CPU's work is done when its call
+    returns."""
+    if (device or device_name()) == "cuda":
         torch.cuda.synchronize()
+
+
+def work_clock(device: str) -> Callable[[], float]:
+    """The clock a step's work on ``device`` is timed by: this process's CPU time on a CPU
+    (the load of other processes left out), wall time on a GPU (after a :func:`sync`: the
+    device's work is not this process's CPU time)."""
+    return time.process_time if device == "cpu" else time.perf_counter
 
 
 def median(values: list[float]) -> float:

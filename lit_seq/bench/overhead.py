@@ -99,16 +99,22 @@ def lit_loop(cli: LitSeqCLI) -> tuple[list[float], float]:
 
 
 def hand_loop(
-    model: SequenceSystem, datamodule, steps: int, clip: float | None, precision: str
+    model: SequenceSystem,
+    datamodule,
+    steps: int,
+    clip: float | None,
+    precision: str,
+    device: str | None = None,
 ) -> tuple[list[float], float]:
     """The minimal loop: zero_grad, loss, backward, clip, step, schedule step.
 
     The optimizer and schedule are the ones ``configure_optimizers`` hands Lightning
     (:meth:`SequenceSystem.build_optimizer`; the schedule's length is known here, so no
-    trainer is needed). Returns (step marks, whole seconds including the optimizer
-    set-up), like :func:`lit_loop`.
+    trainer is needed), on ``device`` (default: the benchmark's, :func:`device_name`), under
+    bf16 autocast where ``precision`` is a bf16 one. Returns (step marks, whole seconds
+    including the optimizer set-up), like :func:`lit_loop`.
     """
-    device = torch.device(device_name())
+    device = torch.device(device or device_name())
     bf16 = precision.startswith("bf16")
     marks = []
     with Stopwatch() as whole:
@@ -129,7 +135,7 @@ def hand_loop(
                 scheduler.step()
                 if len(marks) == steps:
                     break
-        sync()
+        sync(device.type)
         marks.append(_mark())
     return marks, whole.seconds
 

@@ -13,7 +13,6 @@ ways (leaf ops in torch.profiler: what a GPU launches), which folding keeps cons
 """
 
 import statistics
-import time
 from pathlib import Path
 from unittest import mock
 
@@ -27,6 +26,7 @@ from lit_seq.bench.common import (
     quiet_fit,
     run_dir_factory,
     sync,
+    work_clock,
 )
 from lit_seq.fit.cli import build_cli
 from lit_seq.models import attention
@@ -97,9 +97,7 @@ def measure(task: str, arch: str, k: int, repeats: int, new_dir) -> dict:
         looped_error = str(error).splitlines()[0]
         del steps["looped"]
     seconds = {name: [] for name in steps}
-    # a CPU's work is this process's CPU time (the load of others left out); a GPU's, the
-    # wall time until its queue is empty
-    clock = time.process_time if device_name() == "cpu" else time.perf_counter
+    clock = work_clock(device_name())  # a CPU's: this process's CPU time; a GPU's: wall
     for step in steps.values():  # warm-up
         step()
     for _ in range(repeats):

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from lit_seq.bench.common import ARCHS, BENCH_TASKS, log, run_dir_factory, sync
+from lit_seq.bench.common import ARCHS, BENCH_TASKS, device_name, log, run_dir_factory, sync
 from lit_seq.bench.overhead import build, hand_loop, prepare_data
 from lit_seq.models import count_parameters
 
@@ -32,7 +32,7 @@ STEPS = 40
 
 def matmul_peak(size: int = PEAK_SIZE, repeats: int = 10) -> float:
     """Best GFLOP/s of a (size x size) @ (size x size) fp32 product on this device."""
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = device_name()
     a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
     a @ b  # warm-up: allocation, kernel choice
     best = float("inf")

@@ -8,7 +8,8 @@
   checks before it resumes: the file is there, is a training checkpoint, fits the model; a
   run's unreadable ``last.ckpt`` gives way to its newest readable checkpoint.
 - :func:`rng_states` and :func:`set_rng_states`: what Lightning's checkpoint leaves out of
-  an exact resume, the RNG states (``fit.keeper`` saves them with the run's book).
+  an exact resume, the RNG states (``fit.keeper`` saves them with the run's book), a
+  GPU's generators included (:class:`DeviceRng`, which a CPU test builds over CPU ones).
 
 Errors are :class:`CheckpointError`, one line naming the file and what is wrong with it.
 """
@@ -17,6 +18,7 @@ import contextlib
 import io
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,24 +193,50 @@ def _newest_readable(run_dir: Path, why_not_last: str) -> tuple[Path, int]:
 # ---- what an exact resume needs beyond Lightning's checkpoint --------------------------
 
 
-def rng_states() -> dict:
-    """Every RNG a step may draw from, as tensors and plain values (``weights_only``-safe)."""
+@dataclass(frozen=True)
+class DeviceRng:
+    """An accelerator's random generators, one per device: whether this process has started
+    using them, and how to read and set them all."""
+
+    name: str  # the key of their states among a checkpoint's RNG states ("cuda")
+    in_use: Callable[[], bool]
+    get_all: Callable[[], list[torch.Tensor]]
+    set_all: Callable[[list[torch.Tensor]], None]
+
+
+CUDA_RNG = DeviceRng(
+    "cuda", torch.cuda.is_initialized, torch.cuda.get_rng_state_all, torch.cuda.set_rng_state_all
+)
+
+
+def device_rng() -> DeviceRng | None:
+    """This machine's accelerator RNG: CUDA's where CUDA is available, else None."""
+    return CUDA_RNG if torch.cuda.is_available() else None
+
+
+def rng_states(device: DeviceRng | None) -> dict:
+    """Every RNG a step may draw from, as tensors and plain values (``weights_only``-safe):
+    torch's CPU generator, Python's, NumPy's and, once this process uses ``device`` (a CPU
+    fit on a GPU machine never does: reading them would start CUDA), every device
+    generator's, under the device's name."""
     name, keys, position, has_gauss, gauss = np.random.get_state()
     states = {
         "torch": torch.get_rng_state(),
         "python": random.getstate(),
         "numpy": (name, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, gauss),
     }
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        states["cuda"] = torch.cuda.get_rng_state_all()
+    if device is not None and device.in_use():
+        states[device.name] = device.get_all()
     return states
 
 
-def set_rng_states(states: dict) -> None:
+def set_rng_states(states: dict, device: DeviceRng | None) -> None:
+    """Set the RNGs :func:`rng_states` read; ``device``'s where the states hold them (a GPU
+    run's checkpoint resumed on a CPU leaves its device states unread)."""
     torch.set_rng_state(states["torch"])
     version, internal, gauss = states["python"]
     random.setstate((version, tuple(internal), gauss))
     name, keys, position, has_gauss, cached = states["numpy"]
     np.random.set_state((name, keys.numpy().astype(np.uint32), position, has_gauss, cached))
-    if "cuda" in states and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(states["cuda"])
+    if device is not None and device.name in states:
+        device.set_all(states[device.name])

@@ -43,6 +43,7 @@ from lit_seq.fit.wandb_modes import resolve_wandb_mode
 from lit_seq.fit.wandb_options import WandbOptions
 from lit_seq.systems import SequenceSystem
 from lit_seq.util.checks import BadInput, check_int
+from lit_seq.util.devices import accelerator_type, default_precision, matmul_precision
 from lit_seq.util.environment import fit_environment
 
 CONFIG_FILE = "config.yaml"  # in the run folder: the fit's whole config, what a resume reads
@@ -244,7 +245,7 @@ class _HelpFormatter(DefaultHelpFormatter):
 
 
 def _make_cli(cli_class: type[LitSeqCLI], args: list[str]) -> LitSeqCLI:
-    accelerated = torch.cuda.is_available()
+    device_type = accelerator_type()  # where accelerator "auto" trains
     try:
         return cli_class(
             model_class=SequenceSystem,
@@ -255,7 +256,7 @@ def _make_cli(cli_class: type[LitSeqCLI], args: list[str]) -> LitSeqCLI:
             trainer_defaults={
                 "accelerator": "auto",
                 "devices": 1,
-                "precision": "bf16-mixed" if accelerated else "32-true",
+                "precision": default_precision(device_type),
                 # the header says the parameters in one line; the table is one flag away
                 "enable_model_summary": False,
             },
@@ -286,8 +287,8 @@ def build_cli(args: list[str] | None = None, kind: type[LitSeqCLI] = LitSeqCLI) 
     """Parse ``args`` and instantiate data, model and trainer; raise BadInput on bad input.
 
     ``kind``: a subclass that builds otherwise (a population's member: no Trainer)."""
-    if torch.cuda.is_available():
-        torch.set_float32_matmul_precision("high")
+    if matmul := matmul_precision(accelerator_type()):
+        torch.set_float32_matmul_precision(matmul)
     return _make_cli(kind, with_config(args))
 
 

@@ -43,8 +43,9 @@ def _seconds(max_time: object) -> float | None:
     return None
 
 
-def check_trainer(trainer) -> None:
-    """ValueError naming the field for a ``trainer`` section that cannot give a real run."""
+def check_trainer(trainer, cuda_available: bool | None = None) -> None:
+    """ValueError naming the field for a ``trainer`` section that cannot give a real run
+    on this machine (``cuda_available``: whether it has a CUDA device; default: asks torch)."""
     max_steps = trainer.get("max_steps")
     if max_steps is not None and max_steps != -1:
         check_int("trainer.max_steps", max_steps, 1, allowed=">= 1 (or -1: no step limit)")
@@ -57,7 +58,9 @@ def check_trainer(trainer) -> None:
         check_float("trainer.gradient_clip_val", trainer.get("gradient_clip_val"), 0.0)
     if trainer.get("precision") is not None:
         check_choice("trainer.precision", trainer.get("precision"), PRECISIONS)
-    if trainer.get("accelerator") in ("gpu", "cuda") and not torch.cuda.is_available():
+    if cuda_available is None:
+        cuda_available = torch.cuda.is_available()
+    if trainer.get("accelerator") in ("gpu", "cuda") and not cuda_available:
         raise ValueError(
             f"trainer.accelerator={trainer.get('accelerator')!r} but no CUDA device is visible "
             "here; use 'auto' (a GPU when there is one) or 'cpu'"
@@ -67,14 +70,17 @@ def check_trainer(trainer) -> None:
 CPU_PRECISIONS = ("32-true", "64-true", "bf16-mixed", "bf16-true")  # what a CPU fit runs as asked
 
 
-def check_precision(trainer) -> None:
+def check_precision(trainer, cuda_available: bool | None = None) -> None:
     """ValueError for ``16-mixed`` on a CPU: Lightning would train ``bf16-mixed`` instead,
     with only a warning, and the record would hold a precision nobody asked for. A fit
-    checks it for the device it runs on (a grid's check cannot: its runs may go to GPUs)."""
+    checks it for the device it runs on (a grid's check cannot: its runs may go to GPUs);
+    ``cuda_available``: whether this machine has a CUDA device (default: asks torch)."""
     precision, accelerator = trainer.get("precision"), trainer.get("accelerator")
     if precision not in ("16-mixed", "16", 16):
         return
-    if accelerator == "cpu" or not torch.cuda.is_available():
+    if cuda_available is None:
+        cuda_available = torch.cuda.is_available()
+    if accelerator == "cpu" or not cuda_available:
         raise ValueError(
             f"trainer.precision={precision!r} needs a CUDA GPU, and this fit runs on the CPU; "
             f"give one of {list(CPU_PRECISIONS)} (bf16-mixed is Lightning's 16-bit on a CPU)"

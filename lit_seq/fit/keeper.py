@@ -20,7 +20,7 @@ import lightning as L
 from lightning.pytorch.callbacks import Checkpoint
 
 from lit_seq.fit.book import BOOK_STATE_KEY, RunBook
-from lit_seq.fit.checkpoints import rng_states, set_rng_states
+from lit_seq.fit.checkpoints import device_rng, rng_states, set_rng_states
 from lit_seq.fit.signals import SignalCatcher
 
 
@@ -54,7 +54,7 @@ class BookKeeper(Checkpoint):
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if self._rng is not None:
-            set_rng_states(self._rng)
+            set_rng_states(self._rng, device_rng())
             self._rng = None
         self.book.step = trainer.global_step
         self.book.start()
@@ -103,7 +103,7 @@ class BookKeeper(Checkpoint):
     # -- checkpoints -------------------------------------------------------------------
 
     def state_dict(self) -> dict:
-        return {**self.book.state_dict(), "rng": rng_states()}
+        return {**self.book.state_dict(), "rng": rng_states(device_rng())}
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.book.load_state_dict(state_dict)

@@ -131,8 +131,10 @@ def member_checkpoint(
     member = population.sync_member(k)
     adam = population.optimizer
     steps = int(adam.steps[k])
+    # the population's Trainer clips nothing itself (each member clips by its own norm):
+    # the solo run's optimizer is the one of a run that clips by the population's clip_norm
     optimizer, schedule = member.build_optimizer(
-        int(trainer.estimated_stepping_batches), clips=bool(trainer.gradient_clip_val)
+        int(trainer.estimated_stepping_batches), clips=bool(population.clip_norm)
     )
     for name, param in member.named_parameters():
         state = adam.state.get(population.stacked[stacked_name(name)])

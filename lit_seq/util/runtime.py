@@ -24,15 +24,14 @@ def cpu_count() -> int:
 
 
 def gpu_devices() -> list[str]:
-    """The ids to put in a worker's ``CUDA_VISIBLE_DEVICES``, one per visible GPU."""
+    """The ids to put in a worker's ``CUDA_VISIBLE_DEVICES``, one per visible GPU
+    (:func:`lit_seq.util.devices.visible_gpu_ids` of this machine)."""
     import torch
 
-    if not torch.cuda.is_available():
-        return []
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible:
-        return [d.strip() for d in visible.split(",") if d.strip()]
-    return [str(i) for i in range(torch.cuda.device_count())]
+    from lit_seq.util.devices import visible_gpu_ids
+
+    available = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return visible_gpu_ids(available, os.environ.get("CUDA_VISIBLE_DEVICES"))
 
 
 def use_threads(n: int) -> None:
