@@ -18,6 +18,7 @@ be skipped as if it were this one's.
 
 from __future__ import annotations
 
+import glob
 import io
 import json
 import os
@@ -27,9 +28,12 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lit_seq.ablate.folder import FINGERPRINT, GRID_FILE
 from lit_seq.record import RECORDS, read_record
 
+# a grid folder's files (lit_seq.ablate.folder's names; not imported from there, which
+# would load Lightning into the campaign's own process for three strings)
+FINGERPRINT = "fingerprint.json"
+GRID_FILE = "grid.yaml"
 LOGS = "logs"
 
 
@@ -87,8 +91,7 @@ def merge_grid(source: Path, target: Path) -> Merged:
             merged.kept += 1
             continue
         shutil.copy2(path, mine)
-        log = source / LOGS / f"{path.stem}.log"
-        if log.exists():
+        for log in (source / LOGS).glob(f"{glob.escape(path.stem)}.*log"):  # .log, .pack.log
             (target / LOGS).mkdir(exist_ok=True)
             shutil.copy2(log, target / LOGS / log.name)
         merged.taken += 1

@@ -14,11 +14,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from lit_seq.campaign.archive import merge_grid, pack_grid
+from lit_seq.campaign.archive import FINGERPRINT, GRID_FILE, merge_grid, pack_grid
 from lit_seq.campaign.limited import python_command, run_limited
 from lit_seq.record import RECORDS, read_records
 
@@ -57,6 +58,7 @@ class CallResult:
         return asdict(self)
 
 
+@functools.cache
 def has_compile_option() -> bool:
     """Whether ``python -m lit_seq.ablate --help`` lists ``--compile`` in this checkout."""
     from lit_seq.ablate.__main__ import build_parser
@@ -73,7 +75,6 @@ def _ok_count(folder: Path) -> int:
 
 
 def _planned_runs(folder: Path) -> int:
-    from lit_seq.ablate.folder import FINGERPRINT
     from lit_seq.util.io import read_json
 
     path = folder / FINGERPRINT
@@ -82,7 +83,6 @@ def _planned_runs(folder: Path) -> int:
 
 def rows_done(folder: Path) -> list[str]:
     """The cells (a row: one task, arch and rate) whose every planned run is ok."""
-    from lit_seq.ablate.folder import GRID_FILE
     from lit_seq.util.safe_yaml import load_yaml
 
     grid_file = folder / GRID_FILE

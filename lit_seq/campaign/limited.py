@@ -10,6 +10,7 @@ grid resumes from there), then SIGKILL after :data:`GRACE_S` if it lingers.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -67,10 +68,8 @@ def run_limited(
         )
         stopped = ""
         while child.poll() is None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(timeout=TICK_S)
-            except subprocess.TimeoutExpired:
-                pass
             if on_tick is not None:
                 on_tick()
             if child.poll() is not None:
@@ -112,7 +111,5 @@ def _stop(child: subprocess.Popen, group: bool) -> None:
         child.wait()
     if not group:
         # a driver's workers follow it (PR_SET_PDEATHSIG); whatever is left of its group too
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
