@@ -73,7 +73,8 @@ def run_tests(c: Campaign) -> bool:
     where = ["tests/test_gpu.py"] if c.tiny else []
     command = python_command("pytest", "-m", "gpu", "-q", "-n", "0", "-p", "no:cacheprovider")
     outcome = run_limited([*command, *where], c.out / "gpu_tests.log", min(TESTS_S, STAGE1_S))
-    tail = (c.out / "gpu_tests.log").read_text().strip().splitlines()[-2:]
+    lines = (c.out / "gpu_tests.log").read_text().strip().splitlines()
+    tail = [line for line in lines if not line.startswith("[campaign]")][-2:]  # pytest's verdict
     passed = outcome.code in (0, 5)  # 5: no GPU-marked test collected, none failed
     c.record("tests", {**_outcome(outcome), "passed": passed, "tail": tail})
     c.say(f"GPU tests: {'passed' if passed else 'FAILED'} ({tail[-1] if tail else 'no output'})")
