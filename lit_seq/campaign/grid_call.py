@@ -63,7 +63,7 @@ def has_compile_option() -> bool:
     """Whether ``python -m lit_seq.ablate --help`` lists ``--compile`` in this checkout."""
     from lit_seq.ablate.__main__ import build_parser
 
-    return "--compile" in build_parser()._option_string_actions
+    return "--compile" in build_parser().format_help()
 
 
 def _snapshot(folder: Path) -> tuple:
