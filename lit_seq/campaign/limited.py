@@ -32,11 +32,6 @@ class Outcome:
     seconds: float
     stopped: str = ""  # "" ended by itself; "limit" or "condition": the parent stopped it
 
-    @property
-    def ok(self) -> bool:
-        """Ended by itself with 0, or was stopped on purpose (a time limit is the plan)."""
-        return self.code == 0 or bool(self.stopped)
-
 
 def python_command(module: str, *args: str) -> list[str]:
     """``python -m module args`` with this interpreter (the device's, with its torch)."""
