@@ -117,12 +117,26 @@ def pack_grid(folder: Path, archive: Path) -> int:
     return len(records)
 
 
+def _check_members(tar: tarfile.TarFile) -> None:
+    """Plain files and folders under the archive's root only (no links, no ``..``, no
+    absolute paths): what :func:`pack_grid` writes, on any Python (tarfile's ``filter=``
+    argument is not in every 3.10)."""
+    for member in tar.getmembers():
+        parts = Path(member.name).parts
+        if not (member.isfile() or member.isdir()) or member.name.startswith("/") or ".." in parts:
+            raise ArchiveError(
+                f"archive member {member.name!r} is not a plain file of a grid folder"
+            )
+
+
 def import_archive(archive: Path, target: Path) -> Merged:
     """Merge the grid folder packed in ``archive`` into ``target`` (a committed folder)."""
     with tempfile.TemporaryDirectory() as scratch:
         try:
             with tarfile.open(archive, "r:gz") as tar:
-                tar.extractall(scratch, filter="data")  # no absolute paths, no links out
+                _check_members(tar)
+                safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+                tar.extractall(scratch, **safe)
         except (OSError, tarfile.TarError) as err:
             raise ArchiveError(f"{archive} is not a readable tar.gz: {err}") from None
         if not (Path(scratch) / FINGERPRINT).exists():
