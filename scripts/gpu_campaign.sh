@@ -10,7 +10,8 @@
 # solo speed rows (<= 3 min), stage 2, the chomsky_gpu grid as populations, resumed from
 # docs/results/chomsky_gpu and stopped resumably at --budget-s (default 480 s). Everything
 # lands in $OUT (else campaign_out), streamed as it runs: a call cut at its limit still
-# brings back every finished record. `--tiny` runs the same on a CPU in about a minute.
+# brings back every finished record. `--tiny` (or TINY=1) runs the same on a CPU in about
+# a minute of CPU time.
 # Run from anywhere; uses .venv when it is there, else python3 (a GPU image's python3 is
 # the one that holds its torch).
 set -euo pipefail
@@ -25,4 +26,5 @@ if compgen -G "$WHEELS/*.whl" >/dev/null; then
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1 WANDB_MODE=disabled
+[[ "${TINY:-0}" == 1 ]] && set -- --tiny "$@"  # TINY=1: the CPU campaign, as --tiny
 exec "$PY" -m lit_seq.campaign run "$@"
