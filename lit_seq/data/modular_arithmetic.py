@@ -5,6 +5,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from lit_seq.data.base import SyntheticDataModule
+from lit_seq.data.counter_random import Random
 from lit_seq.util.checks import check_int
 
 # Operator tokens follow the residues 0 .. modulus - 1, in Delétang's order (OP_BY_CHARACTER).
@@ -80,14 +81,14 @@ class ModularArithmeticData(SyntheticDataModule):
     def out_features(self) -> int:
         return self.modulus
 
-    def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
+    def _sample(self, n: int, length: int, rng: Random) -> dict[str, Tensor]:
         if length % 2 == 0:  # expressions have odd length: Delétang's sample_batch drops one
             length -= 1
         n_ops = length // 2
-        residues = torch.randint(0, self.modulus, (n, n_ops + 1), generator=generator)
-        ops = torch.tensor([PLUS, TIMES, MINUS]) + self.modulus  # their draw order: + * -
-        chosen = ops[torch.randint(0, 3, (n, n_ops), generator=generator)]  # (B, m)
-        tokens = torch.empty(n, length, dtype=torch.long)  # (B, L)
+        residues = rng.integers("residues", 0, self.modulus, (n, n_ops + 1))  # (B, m + 1)
+        # their draw order + * -: choice 0, 1, 2 -> PLUS, TIMES, MINUS (offsets 0, 2, 1)
+        chosen = (2 * rng.integers("operators", 0, 3, (n, n_ops))) % 3 + self.modulus
+        tokens = residues.new_empty(len(residues), length)  # (B, L)
         tokens[:, 0::2], tokens[:, 1::2] = residues, chosen
         x = F.one_hot(tokens, num_classes=self.in_features).float()  # (B, L, modulus + 4)
         return {"x": x, "y": modular_arithmetic_labels(tokens, self.modulus)}
