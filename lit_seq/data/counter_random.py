@@ -8,7 +8,7 @@ holds one stream, and a CUDA one draws other digits than a CPU one. Here every r
 is a hash (murmur3's ``fmix32`` finaliser, run twice with a key between) of the element's
 index within its member's tensor, keyed by the member's seed, the step and the name of the
 draw ("bits", "actions", ...). The hash is integer arithmetic on int64 tensors kept below
-2^32, products split so that none overflows, so the same (seed, step) gives the same digits
+2^32, no product overflowing (the multipliers taken as signed 32-bit numbers), so the same (seed, step) gives the same digits
 on a CPU and a GPU, and a seed tensor of shape (K,) gives the K members' draws in one call.
 
 Worked example: ``CounterSeeds([3]).at(7).integers("bits", 0, 2, (4, 5))`` is a (4, 5)
@@ -29,11 +29,11 @@ MASK32 = 0xFFFFFFFF
 GOLDEN = 0x9E3779B9  # 2^32 / golden ratio: keeps a zero word from mixing to zero
 
 
-def _times(x: Tensor, constant: int) -> Tensor:
-    """``x * constant mod 2^32`` for x in [0, 2^32), in int64 without overflow: the constant
-    in two 16-bit halves, each partial product below 2^48."""
-    low, high = constant & 0xFFFF, constant >> 16
-    return (x * low + (((x * high) & 0xFFFF) << 16)) & MASK32
+def _times(x: Tensor | int, constant: int) -> Tensor | int:
+    """``x * constant mod 2^32`` for x in [0, 2^32), in int64 without overflow: a constant
+    c >= 2^31 is c - 2^32 mod 2^32, so |product| < 2^63, and ``& MASK32`` of a negative
+    int64 (two's complement) is its residue mod 2^32."""
+    return (x * (constant - 2**32 if constant >= 2**31 else constant)) & MASK32
 
 
 def fmix32(x: Tensor) -> Tensor:
@@ -82,8 +82,9 @@ class CounterSeeds:
     def to(self, device: torch.device | str) -> "CounterSeeds":
         """The keys drawn on ``device`` from now on (one copy of K ints); returns self."""
         seeds = torch.tensor(self.seeds, dtype=torch.long, device=device)
-        self.keys = _absorb(_absorb(GOLDEN, seeds & MASK32), seeds >> 32).unsqueeze(1)  # (K, 1)
-        self.device = self.keys.device
+        keys = _absorb(_absorb(GOLDEN, seeds & MASK32), seeds >> 32).unsqueeze(1)  # (K, 1)
+        self.keys, self.second_keys = keys, _absorb(keys, GOLDEN)  # one a hash round
+        self.device = keys.device
         return self
 
     def at(self, step: int) -> "CounterRandom":
@@ -113,12 +114,12 @@ class CounterRandom:
         size = 1
         for n in shape:
             size *= n
-        # round one is keyed by (seed, step, name), round two by (step, name): Python ints
+        # each round keyed by (seed, step, name): the seeds' part a tensor, the rest an int
         first = _words_of(self.step, name_word(name))
         second = _words_of(first, self.step)
         index = torch.arange(size, dtype=torch.long, device=self.device)  # (size,)
-        key = self.seeds.keys ^ first  # (K, 1)
-        words = fmix32(fmix32(_times(index, GOLDEN) ^ key) ^ second)  # (K, size)
+        words = fmix32(index ^ (self.seeds.keys ^ first))  # (K, size)
+        words = fmix32(words ^ (self.seeds.second_keys ^ second))
         return words.reshape(self.members * shape[0], *shape[1:])
 
     def integers(self, name: str, low: int, high: int, shape: Sequence[int]) -> Tensor:

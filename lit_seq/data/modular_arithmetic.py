@@ -21,17 +21,16 @@ def modular_arithmetic_labels(tokens: Tensor, modulus: int) -> Tensor:
     1 - 1 - 1 = -1 -> 4; 0 * 1 + 4 * 3 - 2 = 10 -> 0. In tokens: [1, 5, 2, 7, 3] -> 2.
     """
     numbers, ops = tokens[:, 0::2], tokens[:, 1::2] - modulus  # (B, m + 1), (B, m)
+    operands = numbers[:, 1:]  # (B, m) the number after each operator
+    times = (ops == TIMES).unbind(dim=1)
+    signed = torch.where(ops == MINUS, -operands, operands).unbind(dim=1)
     total = torch.zeros_like(numbers[:, 0])  # (B,) the finished additive terms
     term = numbers[:, 0]  # (B,) the signed product being built
     # One step per operator, vectorised over the batch: a scan, as the expression is read.
-    for i in range(ops.shape[1]):
-        op, number = ops[:, i], numbers[:, i + 1]
-        times = op == TIMES
-        total = torch.where(times, total, total + term)  # + and - close the running term
-        signed = torch.where(op == MINUS, -number, number)
+    for is_times, number, plus_or_minus in zip(times, operands.unbind(dim=1), signed, strict=True):
+        total = torch.where(is_times, total, total + term)  # + and - close the running term
         # % is Python's remainder (sign of the divisor), so negative terms land in 0..m-1
-        term = torch.where(times, term * number, signed) % modulus
-        total = total % modulus
+        term = torch.where(is_times, term * number, plus_or_minus) % modulus
     return (total + term) % modulus
 
 
