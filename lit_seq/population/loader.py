@@ -101,8 +101,7 @@ class DrawnTogether:
 def drawn_together(loaders: list[DataLoader]) -> bool:
     """Whether the members' training loaders are fresh batches drawn on the device."""
     return all(
-        isinstance(loader.dataset, FreshBatches) and loader.dataset.on_device
-        for loader in loaders
+        isinstance(loader.dataset, FreshBatches) and loader.dataset.on_device for loader in loaders
     )
 
 
