@@ -89,10 +89,11 @@ class SyntheticDataModule(L.LightningDataModule):
             length.
         sampling: ``fixed``: the training split is n_train examples drawn once and reshuffled
             every epoch. ``fresh`` (Delétang et al.'s training loop): every training batch is
-            new, drawn from a generator seeded by (seed, step) at a length uniform over the
-            training lengths (every length up to N with the curriculum), so a resumed fit
-            draws the same batches (`lit_seq.data.fresh`); an epoch is then
-            n_train / batch_size steps. Validation and test sets stay fixed either way.
+            new, a pure function of (seed, step), at a length uniform over the training
+            lengths (every length up to N with the curriculum), so a resumed fit draws the
+            same batches (`lit_seq.data.fresh`; a task with `_sample` draws them on the
+            training device); an epoch is then n_train / batch_size steps. Validation and
+            test sets stay fixed either way.
     """
 
     name: ClassVar[str] = ""  # the task's registry name, carried into every record
