@@ -85,10 +85,12 @@ def _sampled_numbers(n: int, length: int, rng: Random) -> Tensor:
         value = rng.integers("value", 0, 2**length - 1, (n, 1))  # (B, 1)
         return (value >> torch.arange(length, device=rng.device)) & 1  # little-endian bits
     t = torch.arange(length, device=rng.device)  # (L,) positions
-    plus = rng.integers("plus", 1, length - 1, (n, 1))  # (B, 1): its index = n's bits
-    bits = rng.integers("bits", 0, 2, (n, length))  # (B, L)
-    words = rng.words("top", (n, 2, 2))  # (B, 2 numbers, 2 words)
-    low, high = trailing_zeros(words).unbind(dim=2)  # (B, 2) each
+    # one draw a row: L bits (a word's top bit), PLUS's index, 2 words for each number's G
+    words = rng.words("row", (n, length + 5))  # (B, L + 5)
+    bits = words[:, :length] >> 31  # (B, L)
+    plus = 1 + ((words[:, length : length + 1] * (length - 2)) >> 32)  # (B, 1) in 1..L-2
+    zeros = trailing_zeros(words[:, length + 1 :]).unflatten(1, (2, 2))  # (B, 2, 2 words)
+    low, high = zeros.unbind(dim=2)  # (B, 2) each
     geometric = torch.where(low < 32, low, 32 + high)  # (B, 2)
     sizes = torch.cat([plus, length - 1 - plus], dim=1)  # (B, 2) bits of n and of m
     top = sizes - 1 - geometric % sizes  # (B, 2) the index of each number's top one bit

@@ -5,7 +5,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from lit_seq.data.base import SyntheticDataModule
-from lit_seq.data.counter_random import Random
+from lit_seq.data.counter_random import HostRandom, Random
 from lit_seq.util.checks import check_int
 
 # Operator tokens follow the residues 0 .. modulus - 1, in Delétang's order (OP_BY_CHARACTER).
@@ -80,14 +80,26 @@ class ModularArithmeticData(SyntheticDataModule):
     def out_features(self) -> int:
         return self.modulus
 
+    def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
+        """The fixed splits: residues, then operators, from ``torch.randint`` (their digits
+        as ever)."""
+        length -= 1 - length % 2  # expressions have odd length: Delétang's drops one
+        host = HostRandom(generator)
+        residues = host.integers("residues", 0, self.modulus, (n, length // 2 + 1))
+        return self._examples(residues, host.integers("operators", 0, 3, (n, length // 2)))
+
     def _sample(self, n: int, length: int, rng: Random) -> dict[str, Tensor]:
-        if length % 2 == 0:  # expressions have odd length: Delétang's sample_batch drops one
-            length -= 1
-        n_ops = length // 2
-        residues = rng.integers("residues", 0, self.modulus, (n, n_ops + 1))  # (B, m + 1)
-        # their draw order + * -: choice 0, 1, 2 -> PLUS, TIMES, MINUS (offsets 0, 2, 1)
-        chosen = (2 * rng.integers("operators", 0, 3, (n, n_ops))) % 3 + self.modulus
-        tokens = residues.new_empty(len(residues), length)  # (B, L)
-        tokens[:, 0::2], tokens[:, 1::2] = residues, chosen
+        """Fresh batches: residues and operators from one draw, r uniform in 0..3m-1 a
+        position (r mod m a residue, r // m an operator: both uniform)."""
+        length -= 1 - length % 2
+        draws = rng.integers("tokens", 0, 3 * self.modulus, (n, length))  # (B, L)
+        return self._examples(draws[:, 0::2] % self.modulus, draws[:, 1::2] // self.modulus)
+
+    def _examples(self, residues: Tensor, choices: Tensor) -> dict[str, Tensor]:
+        """The batch of expressions alternating ``residues`` (B, m + 1) and operators
+        ``choices`` (B, m) in 0..2, Delétang's draw order + * -."""
+        # choice 0, 1, 2 -> PLUS, TIMES, MINUS (offsets 0, 2, 1)
+        tokens = residues.new_empty(len(residues), residues.shape[1] + choices.shape[1])
+        tokens[:, 0::2], tokens[:, 1::2] = residues, (2 * choices) % 3 + self.modulus
         x = F.one_hot(tokens, num_classes=self.in_features).float()  # (B, L, modulus + 4)
         return {"x": x, "y": modular_arithmetic_labels(tokens, self.modulus)}
