@@ -94,6 +94,13 @@ SECTIONS = {
         + ["vs_lstm", "wall_vs_lstm", "passed"],
     ),
 }
+# section -> {its result's key: the row fields of that further table}
+SUB_TABLES = {
+    "datagen": {
+        "fresh": ["task", "arch", "on_device", "batch", "N", "mean_length", "draw_ms"]
+        + ["step_ms", "draw_pct", "passed"],
+    },
+}
 # section-level fields worth a line under the table
 SUMMARY_FIELDS = ("status", "grid", "efficiency", "device", "steps", "repeats")
 SUMMARY_FIELDS += ("peak_gflops", "threads")
@@ -221,6 +228,9 @@ def run_sections(args: argparse.Namespace, workdir: Path, console: Console) -> d
         result["seconds"] = round(time.perf_counter() - section_start, 1)
         results[name] = result
         console.print(section_table(name, result, columns))
+        for key, sub_columns in SUB_TABLES.get(name, {}).items():
+            if key in result:
+                console.print(section_table(f"{name} {key}", result[key], sub_columns))
         if args.out:  # keep what is done so far, should a later section be interrupted
             atomic_write_json(args.out, results)
     results["meta"]["seconds"] = round(time.perf_counter() - start, 1)

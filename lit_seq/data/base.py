@@ -1,10 +1,10 @@
 """What every synthetic task shares: the DataModule base, its splits and the length curriculum.
 
 The in-memory datasets and the resumable batch order live in `lit_seq.data.loaders` (and are
-re-exported here). A task subclasses `SyntheticDataModule`, implements `_generate(n, length, generator)` and
-exposes the sizes the CLI links into the model (`in_features`, `out_features`, `max_len`).
-Callers outside a task draw examples of any length with its public `draw`.
-Everything here is generated in memory, so the data layer never touches the disk.
+re-exported here). A task subclasses `SyntheticDataModule`, implements `_sample(n, length, rng)`
+(or, drawing on the host only, `_generate(n, length, generator)`) and exposes the sizes the
+CLI links into the model (`in_features`, `out_features`, `max_len`). Callers outside a task
+draw examples of any length with its public `draw`. Everything here is generated in memory, so the data layer never touches the disk.
 
 With ``curriculum=True`` (Delétang et al. 2023's uniform curriculum) the training split holds
 one group of examples per length ``shortest_length .. train_length`` and every training batch is
@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 
+from lit_seq.data.counter_random import HostRandom, Random
 from lit_seq.data.fresh import FreshBatches, fresh_loader
 from lit_seq.data.loaders import (  # re-exported: the loader pieces every task shares
     EpochBatches,
@@ -51,8 +52,8 @@ class SyntheticDataModule(L.LightningDataModule):
     this constructor: ``super().__init__(n_train=n_train, **kwargs)``. The CLI's parser
     (jsonargparse) follows ``**kwargs`` into this ``__init__``, so ``--data.help`` lists the
     shared arguments, documented below, after the task's own. The task's fields come first
-    because this constructor checks `n_train` against the lengths they define. A task then provides `in_features`, `out_features` and
-    `_generate`. Each split is drawn from its own generator (seed * 1000 + split index), so
+    because this constructor checks `n_train` against the lengths they define. A task then
+    provides `in_features`, `out_features` and `_sample` (or `_generate`). Each split is drawn from its own generator (seed * 1000 + split index), so
     splits are independent draws and the global torch RNG is never used; `draw` is the one
     way to draw examples, for the splits and for any caller that scores at other lengths.
 
@@ -88,10 +89,11 @@ class SyntheticDataModule(L.LightningDataModule):
             length.
         sampling: ``fixed``: the training split is n_train examples drawn once and reshuffled
             every epoch. ``fresh`` (Delétang et al.'s training loop): every training batch is
-            new, drawn from a generator seeded by (seed, step) at a length uniform over the
-            training lengths (every length up to N with the curriculum), so a resumed fit
-            draws the same batches (`lit_seq.data.fresh`); an epoch is then
-            n_train / batch_size steps. Validation and test sets stay fixed either way.
+            new, a pure function of (seed, step), at a length uniform over the training
+            lengths (every length up to N with the curriculum), so a resumed fit draws the
+            same batches (`lit_seq.data.fresh`; a task with `_sample` draws them on the
+            training device); an epoch is then n_train / batch_size steps. Validation and
+            test sets stay fixed either way.
     """
 
     name: ClassVar[str] = ""  # the task's registry name, carried into every record
@@ -175,8 +177,24 @@ class SyntheticDataModule(L.LightningDataModule):
         return None
 
     def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
-        """Draw `n` examples of (maximum) sequence length `length` from `generator` only."""
+        """Draw `n` examples of (maximum) sequence length `length` from `generator` only: by
+        default `_sample` through ``torch.randint`` on the generator (`HostRandom`)."""
+        return self._sample(n, length, HostRandom(generator))
+
+    def _sample(self, n: int, length: int, rng: Random) -> dict[str, Tensor]:
+        """`n` examples of length `length` drawn from ``rng`` only, as torch on
+        ``rng.device``, with no loop over the examples; with a `CounterRandom` of K seeds,
+        K x n rows, member after member. A task that writes its draw here (the Delétang
+        tasks) draws its fresh training batches on the training device, K members at once
+        (`lit_seq.data.fresh`); one that does not overrides `_generate` instead, and its
+        fresh batches are drawn on the host."""
         raise NotImplementedError
+
+    @property
+    def samples_on_device(self) -> bool:
+        """Whether the task writes its draw as `_sample` (its fresh batches then drawn on the
+        training device)."""
+        return type(self)._sample is not SyntheticDataModule._sample
 
     def _generate_split(
         self, n: int, length: int, generator: torch.Generator, *, split: str
@@ -246,14 +264,16 @@ class SyntheticDataModule(L.LightningDataModule):
             generator = torch.Generator().manual_seed(self.seed * _SPLIT_STRIDE + index)
             if index == 0 and self.sampling == "fresh":
                 draw = functools.partial(self.draw, split="train")
-                splits.append(FreshBatches(draw, self.batch_size, self.train_lengths, self.seed))
+                sample = self._sample if self.samples_on_device else None
+                lengths, seed = self.train_lengths, self.seed
+                splits.append(FreshBatches(draw, self.batch_size, lengths, seed, sample=sample))
             elif index == 0 and self.curriculum:
                 splits.append(self._curriculum_split(generator))
             else:
                 split = SPLITS[min(index, len(SPLITS) - 1)]
                 splits.append(TensorDictDataset(self.draw(n, length, generator, split=split)))
         # On a GPU the whole (small) dataset lives on the device: a batch is then one index
-        # on the device, with no host-to-device copy per step.
+        # on the device, with no host-to-device copy per step (fresh batches: drawn there).
         device = self._training_device()
         if device.type != "cpu":
             splits = [split.to(device) for split in splits]

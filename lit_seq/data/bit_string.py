@@ -2,11 +2,11 @@
 
 from typing import ClassVar
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from lit_seq.data.base import SyntheticDataModule
+from lit_seq.data.counter_random import Random
 from lit_seq.util.checks import check_int
 
 
@@ -39,7 +39,7 @@ class BitStringClassData(SyntheticDataModule):
     def out_features(self) -> int:
         return 2  # the two classes
 
-    def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
-        bits = torch.randint(0, 2, (n, length), generator=generator)  # (B, N)
+    def _sample(self, n: int, length: int, rng: Random) -> dict[str, Tensor]:
+        bits = rng.integers("bits", 0, 2, (n, length))  # (B, N)
         x = F.one_hot(bits, num_classes=2).float()  # (B, N, 2)
         return {"x": x, "y": self.labels(bits)}

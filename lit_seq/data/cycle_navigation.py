@@ -1,10 +1,10 @@
 """`cycle_navigation`: the state reached by moves left, stay, right on a cycle (Delétang 2023)."""
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from lit_seq.data.base import SyntheticDataModule
+from lit_seq.data.counter_random import Random
 from lit_seq.util.checks import check_int
 
 # Token t moves by t - 1, as Delétang's sampler (actions 0, 1, 2 -> steps -1, 0, +1).
@@ -54,7 +54,7 @@ class CycleNavigationData(SyntheticDataModule):
     def out_features(self) -> int:
         return self.cycle
 
-    def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
-        actions = torch.randint(0, 3, (n, length), generator=generator)  # (B, N)
+    def _sample(self, n: int, length: int, rng: Random) -> dict[str, Tensor]:
+        actions = rng.integers("actions", 0, 3, (n, length))  # (B, N)
         x = F.one_hot(actions, num_classes=3).float()  # (B, N, 3)
         return {"x": x, "y": cycle_navigation_labels(actions, self.cycle)}

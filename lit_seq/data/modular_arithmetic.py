@@ -5,6 +5,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from lit_seq.data.base import SyntheticDataModule
+from lit_seq.data.counter_random import HostRandom, Random
 from lit_seq.util.checks import check_int
 
 # Operator tokens follow the residues 0 .. modulus - 1, in Delétang's order (OP_BY_CHARACTER).
@@ -20,17 +21,16 @@ def modular_arithmetic_labels(tokens: Tensor, modulus: int) -> Tensor:
     1 - 1 - 1 = -1 -> 4; 0 * 1 + 4 * 3 - 2 = 10 -> 0. In tokens: [1, 5, 2, 7, 3] -> 2.
     """
     numbers, ops = tokens[:, 0::2], tokens[:, 1::2] - modulus  # (B, m + 1), (B, m)
+    operands = numbers[:, 1:]  # (B, m) the number after each operator
+    times = (ops == TIMES).unbind(dim=1)
+    signed = torch.where(ops == MINUS, -operands, operands).unbind(dim=1)
     total = torch.zeros_like(numbers[:, 0])  # (B,) the finished additive terms
     term = numbers[:, 0]  # (B,) the signed product being built
     # One step per operator, vectorised over the batch: a scan, as the expression is read.
-    for i in range(ops.shape[1]):
-        op, number = ops[:, i], numbers[:, i + 1]
-        times = op == TIMES
-        total = torch.where(times, total, total + term)  # + and - close the running term
-        signed = torch.where(op == MINUS, -number, number)
+    for is_times, number, plus_or_minus in zip(times, operands.unbind(dim=1), signed, strict=True):
+        total = torch.where(is_times, total, total + term)  # + and - close the running term
         # % is Python's remainder (sign of the divisor), so negative terms land in 0..m-1
-        term = torch.where(times, term * number, signed) % modulus
-        total = total % modulus
+        term = torch.where(is_times, term * number, plus_or_minus) % modulus
     return (total + term) % modulus
 
 
@@ -81,13 +81,25 @@ class ModularArithmeticData(SyntheticDataModule):
         return self.modulus
 
     def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
-        if length % 2 == 0:  # expressions have odd length: Delétang's sample_batch drops one
-            length -= 1
-        n_ops = length // 2
-        residues = torch.randint(0, self.modulus, (n, n_ops + 1), generator=generator)
-        ops = torch.tensor([PLUS, TIMES, MINUS]) + self.modulus  # their draw order: + * -
-        chosen = ops[torch.randint(0, 3, (n, n_ops), generator=generator)]  # (B, m)
-        tokens = torch.empty(n, length, dtype=torch.long)  # (B, L)
-        tokens[:, 0::2], tokens[:, 1::2] = residues, chosen
+        """The fixed splits: residues, then operators, from ``torch.randint`` (their digits
+        as ever)."""
+        length -= 1 - length % 2  # expressions have odd length: Delétang's drops one
+        host = HostRandom(generator)
+        residues = host.integers("residues", 0, self.modulus, (n, length // 2 + 1))
+        return self._examples(residues, host.integers("operators", 0, 3, (n, length // 2)))
+
+    def _sample(self, n: int, length: int, rng: Random) -> dict[str, Tensor]:
+        """Fresh batches: residues and operators from one draw, r uniform in 0..3m-1 a
+        position (r mod m a residue, r // m an operator: both uniform)."""
+        length -= 1 - length % 2
+        draws = rng.integers("tokens", 0, 3 * self.modulus, (n, length))  # (B, L)
+        return self._examples(draws[:, 0::2] % self.modulus, draws[:, 1::2] // self.modulus)
+
+    def _examples(self, residues: Tensor, choices: Tensor) -> dict[str, Tensor]:
+        """The batch of expressions alternating ``residues`` (B, m + 1) and operators
+        ``choices`` (B, m) in 0..2, Delétang's draw order + * -."""
+        # choice 0, 1, 2 -> PLUS, TIMES, MINUS (offsets 0, 2, 1)
+        tokens = residues.new_empty(len(residues), residues.shape[1] + choices.shape[1])
+        tokens[:, 0::2], tokens[:, 1::2] = residues, (2 * choices) % 3 + self.modulus
         x = F.one_hot(tokens, num_classes=self.in_features).float()  # (B, L, modulus + 4)
         return {"x": x, "y": modular_arithmetic_labels(tokens, self.modulus)}

@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from lit_seq.data.base import SyntheticDataModule
+from lit_seq.data.counter_random import Random
 from lit_seq.util.checks import check_int
 
 # Input tokens, as Delétang's: the stack's bits 0 and 1, then the actions.
@@ -21,22 +22,30 @@ def stack_manipulation_targets(tokens: Tensor) -> tuple[Tensor, Tensor]:
     the positions up to and with END (those Delétang's accuracy counts). Example: [1, 0,
     PUSH_1, POP, PUSH_0] -> stack 1 0, then 1 0 1, 1 0, 1 0 0 -> targets [0, 0, 1, END, 0,
     0], mask [1, 1, 1, 1, 0, 0].
+
+    No loop: the stack's height after token t is the walk of +1 (push) / -1 (pop) steps
+    reflected at 0, ``S_t - min(0, min_{s <= t} S_s)`` with S the running sum; a symbol
+    pushed at t, at height H_t, is still on the stack at the end when the height never
+    falls below H_t after t, and it then sits at index H_t - 1 from the bottom.
     """
     B, N = tokens.shape
-    rows = torch.arange(B)
-    stack = tokens.new_zeros(B, N + 1)  # (B, N + 1) bottom first; room for every push
-    height = tokens.new_zeros(B)  # (B,)
-    # One step per token, vectorised over the batch. A POP row writes above its top, where
-    # nothing is read before a later push overwrites it.
-    for t in range(N):
-        token = tokens[:, t]
-        stack[rows, height] = torch.where(token <= 1, token, token - PUSH_0)
-        height = torch.where(token == POP, (height - 1).clamp(min=0), height + 1)
-    i = torch.arange(N + 1).unsqueeze(0)  # (1, N + 1) output positions
-    height = height.unsqueeze(1)  # (B, 1)
-    from_top = stack.gather(1, (height - 1 - i).clamp(min=0))  # (B, N + 1)
-    targets = torch.where(i < height, from_top, torch.where(i == height, END, 0))
-    return targets, i <= height
+    push = tokens != POP  # (B, N)
+    walk = torch.where(push, 1, -1).cumsum(dim=1)  # (B, N) the unreflected height
+    height = walk - walk.cummin(dim=1).values.clamp(max=0)  # (B, N) after each token
+    # the lowest height after t (the final height for the last token, which is >= its own)
+    after = height.flip(dims=[1]).cummin(dim=1).values.flip(dims=[1])  # min over s >= t
+    lowest_later = torch.cat([after[:, 1:], height[:, -1:]], dim=1)  # min over s > t
+    kept = push & (lowest_later >= height)  # (B, N) pushed at t and never popped
+    value = torch.where(tokens <= 1, tokens, tokens - PUSH_0)  # the symbol a push puts on
+    # every kept symbol at its index from the bottom; the others to columns N.. apart (so
+    # that no two writes meet: the scatter is deterministic on every device)
+    t = torch.arange(N, device=tokens.device)
+    stack = tokens.new_zeros(B, 2 * N + 1).scatter_(1, torch.where(kept, height - 1, N + t), value)
+    final = height[:, -1:]  # (B, 1)
+    i = torch.arange(N + 1, device=tokens.device).unsqueeze(0)  # (1, N + 1) output positions
+    from_top = stack.gather(1, (final - 1 - i).clamp(min=0))  # (B, N + 1)
+    targets = torch.where(i < final, from_top, torch.where(i == final, END, 0))
+    return targets, i <= final
 
 
 class StackManipulationData(SyntheticDataModule):
@@ -79,14 +88,15 @@ class StackManipulationData(SyntheticDataModule):
     def output_length(self, length: int) -> int:
         return length + 1  # room for a stack of every token, and END
 
-    def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
-        bits = torch.randint(0, 2, (n, length), generator=generator)  # (B, N)
+    def _sample(self, n: int, length: int, rng: Random) -> dict[str, Tensor]:
+        bits = rng.integers("bits", 0, 2, (n, length))  # (B, N)
         if length == 1:  # no room for an action: a one-bit stack
             tokens = bits
         else:
-            actions = torch.randint(POP, PUSH_1 + 1, (n, length), generator=generator)
-            stack_size = torch.randint(1, length, (n, 1), generator=generator)  # (B, 1)
-            tokens = torch.where(torch.arange(length) < stack_size, bits, actions)
+            actions = rng.integers("actions", POP, PUSH_1 + 1, (n, length))
+            stack_size = rng.integers("stack_size", 1, length, (n, 1))  # (B, 1)
+            positions = torch.arange(length, device=rng.device)
+            tokens = torch.where(positions < stack_size, bits, actions)
         y, mask = stack_manipulation_targets(tokens)
         x = F.one_hot(tokens, num_classes=5).float()  # (B, N, 5)
         return {"x": x, "y": y, "mask": mask}

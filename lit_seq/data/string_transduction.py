@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from lit_seq.data.base import SyntheticDataModule
+from lit_seq.data.counter_random import Random
 from lit_seq.util.checks import check_int
 
 
@@ -51,8 +52,8 @@ class StringTransductionData(SyntheticDataModule):
     def output_length(self, length: int) -> int:
         return self.output_factor * length
 
-    def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
-        tokens = torch.randint(0, self.vocab, (n, length), generator=generator)  # (B, N)
+    def _sample(self, n: int, length: int, rng: Random) -> dict[str, Tensor]:
+        tokens = rng.integers("tokens", 0, self.vocab, (n, length))  # (B, N)
         y = self.targets(tokens)  # (B, output_factor x N)
         x = F.one_hot(tokens, num_classes=self.vocab).float()  # (B, N, vocab)
         return {"x": x, "y": y, "mask": torch.ones_like(y, dtype=torch.bool)}

@@ -3,6 +3,9 @@
 Each member keeps its own loader (its own data, drawn from its seed, and its own seeded,
 resumable batch order, ``lit_seq.data.loaders``); this hands Lightning one loader whose
 batches are the members' batches stacked along a new first dimension, ``(K, B, ...)``.
+Fresh training batches of a task that draws on the device (``lit_seq.data.fresh``) are
+drawn for all K members in one call per step instead (:class:`DrawnTogether`), each
+member's equal to the one its own loader would draw.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import lightning as L
 import torch
 from torch import Tensor
 from torch.utils.data import DataLoader
+
+from lit_seq.data.fresh import FreshBatches, fresh_loader
 
 
 class _EpochFanOut:
@@ -57,6 +62,49 @@ class StackedLoader:
             loader.load_state_dict(member)
 
 
+class DrawnTogether:
+    """The members' fresh training loaders as one: each step's K batches drawn in one call
+    on the training device (:meth:`FreshBatches.for_members`), no stacking, no copy.
+
+    Its position is the members' (they step together); it saves one per member, as
+    :class:`StackedLoader` does, so that a member's checkpoint holds its own.
+
+    Args:
+        loaders: one fresh training loader per member (``fresh_loader``), of one task whose
+            batches are drawn on the device.
+    """
+
+    def __init__(self, loaders: list[DataLoader]) -> None:
+        first = loaders[0]
+        seeds = [loader.dataset.seed for loader in loaders]
+        self.members = len(loaders)
+        self.loader = fresh_loader(first.dataset.for_members(seeds), per_epoch=len(first))
+        self.sampler = self.loader.sampler  # Lightning's set_epoch goes here
+        self.batch_sampler = None
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self):
+        return iter(self.loader)
+
+    def state_dict(self) -> dict:
+        return {"members": [self.loader.state_dict()] * self.members}
+
+    def load_state_dict(self, state: dict) -> None:
+        positions = state["members"]
+        if any(position != positions[0] for position in positions):
+            raise ValueError(f"members' loader positions must agree, got {positions}")
+        self.loader.load_state_dict(positions[0])
+
+
+def drawn_together(loaders: list[DataLoader]) -> bool:
+    """Whether the members' training loaders are fresh batches drawn on the device."""
+    return all(
+        isinstance(loader.dataset, FreshBatches) and loader.dataset.on_device for loader in loaders
+    )
+
+
 def stack_batches(batches: list[dict[str, Tensor]]) -> dict[str, Tensor]:
     """name -> (K, ...): the members' batches stacked; ValueError if their shapes differ."""
     out = {}
@@ -79,15 +127,17 @@ class PopulationData(L.LightningDataModule):
     def __init__(self, members: list[L.LightningDataModule]) -> None:
         super().__init__()
         self.members = members
-        self.train_loader: StackedLoader | None = None
+        self.train_loader: StackedLoader | DrawnTogether | None = None
 
     def setup(self, stage: str) -> None:
         for dm in self.members:
             dm.trainer = self.trainer  # where the data lives (on a GPU, on the device)
             dm.setup(stage)
 
-    def train_dataloader(self) -> StackedLoader:
-        self.train_loader = StackedLoader([dm.train_dataloader() for dm in self.members])
+    def train_dataloader(self) -> StackedLoader | DrawnTogether:
+        loaders = [dm.train_dataloader() for dm in self.members]
+        together = drawn_together(loaders)
+        self.train_loader = DrawnTogether(loaders) if together else StackedLoader(loaders)
         return self.train_loader
 
     def val_dataloader(self) -> StackedLoader:
