@@ -19,11 +19,13 @@ import yaml
 from torch._dynamo.utils import counters
 
 from lit_seq import fit
+from lit_seq.ablate.__main__ import build_parser, plan
+from lit_seq.ablate.grid import config_digest
 from lit_seq.population.stacked import member_losses, stack_weights
 from lit_seq.population.train import fit_population
 from lit_seq.systems import Transduction
 from lit_seq.systems.compiled import compile_loss, compiles, describe_compile
-from tests.helpers import CONFIG_DIR
+from tests.helpers import CONFIG_DIR, write_grid
 
 # fused nn.RNN / nn.LSTM: Dynamo does not trace them (run eagerly between two graphs)
 FUSED_RNN_BREAK = "Attempted to wrap RNN, GRU, or LSTM"
@@ -199,3 +201,18 @@ def test_a_compiled_population_trains_as_the_eager_one(tmp_path):
         )
         for key, value in reference.metrics.items():
             assert member.metrics[key] == pytest.approx(value, abs=1e-9), key
+
+
+# -- the grid ------------------------------------------------------------------------------
+
+
+def test_a_grid_hands_its_compile_to_every_run_and_no_digest_depends_on_it(tmp_path):
+    grid = write_grid(tmp_path, "g", "blocks:\n- {axes: {task: [echo], arch: [rnn]}}\n")
+    for choice in ("on", "off"):
+        args = [str(grid), "--out", str(tmp_path / "out"), "--compile", choice]
+        [run] = plan(build_parser().parse_args(args)).runs
+        assert f"--compile={choice}" in run.overrides
+    # a folder made with one --compile resumes with another: the same computation
+    args = ["--config", str(CONFIG_DIR / "echo/rnn.yaml")]
+    on, off = (fit.check_config([*args, f"--compile={c}"]).config for c in ("on", "off"))
+    assert config_digest(on) == config_digest(off)

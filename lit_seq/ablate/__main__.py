@@ -224,8 +224,9 @@ def plan(args: argparse.Namespace) -> Plan:
         args.wandb_entity or spec["wandb"].get("entity"),
     )
     # every run is told where its W&B run goes, whatever the environment of its worker
-    flags = (f"--wandb.project={project}", *([f"--wandb.entity={entity}"] if entity else []))
-    flags += (f"--compile={args.compile}",)  # how each run's step runs: not in its digest
+    # and how its step runs (--compile: not in its digest, as the precision is not)
+    flags = (f"--compile={args.compile}", f"--wandb.project={project}")
+    flags += (f"--wandb.entity={entity}",) if entity else ()
     runs = [dataclasses.replace(r, overrides=(*r.overrides, *flags)) for r in runs]
     out_dir = (args.out or Path("results") / spec["name"]).absolute()
     exists = check_out_dir(out_dir, spec["name"], runs)
