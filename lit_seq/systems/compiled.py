@@ -32,8 +32,8 @@ CompileChoice = Literal["auto", "on", "off"]
 
 def compiles(choice: str, device: torch.device | str) -> bool:
     """Whether ``choice`` (``--compile``) compiles the step of a fit on ``device``: ``auto``
-    on a GPU only (measured on a 2-core CPU: compiled steps ran 0.67-1.0x eager,
-    docs/performance.md)."""
+    on a GPU only (on a 2-core CPU compiled steps ran 0.6-1.18x eager for the Delétang and
+    matrix transformer and recurrent rows, docs/performance.md)."""
     if choice not in COMPILE_CHOICES:
         raise ValueError(f"compile={choice!r}; allowed: {list(COMPILE_CHOICES)}")
     return choice == "on" or (choice == "auto" and torch.device(device).type == "cuda")
