@@ -2,7 +2,7 @@
 of every family traces with no host synchronisation, its compiled form computes what the
 eager one computes, and a fit / a population with ``--compile on`` trains as without it.
 
-Inductor's compile costs 10-90 s a graph on this CPU, so these tests compile with
+Inductor's compile costs 10 s to 5 min a graph on this CPU, so these tests compile with
 ``aot_eager`` (Dynamo's trace and AOTAutograd's forward / backward graphs, run by eager
 kernels: whatever the graph capture gets wrong shows there) and only the two integration
 tests, one per path (solo, population), pay for Inductor. The bench section ``compile``
@@ -106,6 +106,7 @@ def _solo_step(system, loss_fn, batch) -> tuple[torch.Tensor, list[torch.Tensor]
     return loss.detach(), [p.grad.clone() for p in system.parameters()]
 
 
+@pytest.mark.integration  # compiles (aot_eager: 1-15 s a graph on 2 loaded cores)
 @pytest.mark.parametrize("arch", ["rnn", "lstm", "transformer"])
 def test_a_compiled_solo_step_equals_the_eager_one_over_lengths(arch):
     system = _system(arch)
@@ -122,6 +123,7 @@ def test_a_compiled_solo_step_equals_the_eager_one_over_lengths(arch):
         assert counters["stats"]["unique_graphs"] == 2
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("arch", ["rnn", "transformer"])
 def test_a_compiled_population_step_equals_the_eager_one(arch):
     members = [_system(arch, seed) for seed in range(2)]
@@ -169,6 +171,7 @@ def _losses(run_dir: Path) -> list[float]:
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # Inductor: 1-2 min on 2 loaded cores
 def test_a_compiled_fit_trains_as_the_eager_one_and_says_so(tmp_path, capsys):
     eager = fit.cli_main([*TINY_TRANSFORMER, f"--run_dir={tmp_path / 'eager'}", "--compile=off"])
     compiled = fit.cli_main([*TINY_TRANSFORMER, f"--run_dir={tmp_path / 'on'}", "--compile=on"])
@@ -184,6 +187,7 @@ def test_a_compiled_fit_trains_as_the_eager_one_and_says_so(tmp_path, capsys):
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_compiled_population_trains_as_the_eager_one(tmp_path):
     def members(label: str, choice: str) -> list[list[str]]:
         return [

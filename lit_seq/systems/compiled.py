@@ -18,7 +18,7 @@ dimension now symbolic (``dynamic=None``: PyTorch's automatic dynamic shapes), a
 later length. Two compiles, not one per length, except where the step loops over time in
 Python (a population's unrolled rnn / lstm recurrence, the mamba and linear_rnn scan): one
 graph per length, and past Dynamo's ``recompile_limit`` (8 graphs) that step runs eagerly.
-Compiling takes 10-90 s a graph on a CPU, counted in the fit's training time.
+Compiling takes 10 s to 5 min a graph on 2 busy CPU cores, counted in the fit's training time.
 """
 
 from collections.abc import Callable
