@@ -1,7 +1,7 @@
 """Run an ablation grid; re-running the same command resumes it.
 
     python -m lit_seq.ablate ablations/smoke.yaml [--out DIR] [--workers N] [--threads T]
-                             [--dry-run] [--pack auto|on|off]
+                             [--dry-run] [--pack auto|on|off] [--compile auto|on|off]
                              [--wandb auto|online|offline|off] [--wandb-project P]
                              [--wandb-entity E] [--executor local|ray]
                              [--ray-address auto|HOST:PORT] [--ray-num-cpus C] [--ray-num-gpus G]
@@ -44,6 +44,7 @@ from lit_seq.ablate.wandb_summary import log_summary
 from lit_seq.fit.wandb_modes import DEFAULT_PROJECT, WANDB_MODES, resolve_wandb_mode, wandb_target
 from lit_seq.record import RunRecord, read_records, write_record
 from lit_seq.results.report import build_report
+from lit_seq.systems.compiled import COMPILE_CHOICES
 from lit_seq.util.runtime import disk_full, quiet_libraries
 
 EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray}
@@ -90,6 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
         "measured to be faster that way on this kind of device (CPU: echo rnn and lstm; GPU: "
         "not measured yet, none), on = every packable run, off = each run alone; with --executor "
         "ray each population is one Ray task (docs/ray.md)",
+    )
+    parser.add_argument(
+        "--compile",
+        choices=COMPILE_CHOICES,
+        default="auto",
+        help="every run's (and population's) training step through torch.compile: auto = on "
+        "a GPU only, on, off (the fit's --compile; docs/performance.md); a grid resumed with "
+        "another value stays resumable",
     )
     parser.add_argument(
         "--wandb",
@@ -225,7 +234,9 @@ def plan(args: argparse.Namespace) -> Plan:
         args.wandb_entity or spec["wandb"].get("entity"),
     )
     # every run is told where its W&B run goes, whatever the environment of its worker
-    flags = (f"--wandb.project={project}", *([f"--wandb.entity={entity}"] if entity else []))
+    # and how its step runs (--compile: not in its digest, as the precision is not)
+    flags = (f"--compile={args.compile}", f"--wandb.project={project}")
+    flags += (f"--wandb.entity={entity}",) if entity else ()
     runs = [dataclasses.replace(r, overrides=(*r.overrides, *flags)) for r in runs]
     out_dir = (args.out or Path("results") / spec["name"]).absolute()
     exists = check_out_dir(out_dir, spec["name"], runs)

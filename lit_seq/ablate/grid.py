@@ -29,6 +29,7 @@ from lit_seq.systems.optimizers import check_optimizer_options
 # (precision and device follow the hardware), so a grid can resume on another machine
 NOT_COMPUTED = ("config", "run_dir", "ckpt_path", "wandb", "checkpoint_every")
 NOT_COMPUTED += ("seed_everything",)  # a run's seed enters its digest on its own
+NOT_COMPUTED += ("compile",)  # how the step runs (--compile), as precision follows the device
 NOT_COMPUTED_TRAINER = ("accelerator", "devices", "precision", "enable_model_summary")
 
 

@@ -3,7 +3,7 @@
     python -m lit_seq.bench [--out FILE.json] [--sections overhead,datagen,...] [--quick]
 
 Sections: overhead, datagen, time_to_quality, grid, memory, utilisation, pack, pack_step,
-mixers (default: all). Prints one table per section and writes them all as JSON. ``--quick`` shrinks every step count to a
+mixers, compile (default: all). Prints one table per section and writes them all as JSON. ``--quick`` shrinks every step count to a
 smoke run (about a minute; the numbers then mean nothing). A section that crashes is
 recorded with its error and the others still run; the exit code is then 1.
 
@@ -32,6 +32,7 @@ import torch  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from lit_seq.bench import compile as compile_section  # noqa: E402
 from lit_seq.bench import (  # noqa: E402
     datagen,
     grid,
@@ -92,6 +93,11 @@ SECTIONS = {
         mixers.run,
         ["task", "arch", "d_model", "n_layers", "params", "step_ms", "cpu_ms", "steps_per_s"]
         + ["vs_lstm", "wall_vs_lstm", "passed"],
+    ),
+    "compile": (
+        compile_section.run,
+        ["task", "arch", "batch", "length", "dropout", "eager_ms", "compiled_ms", "speedup"]
+        + ["compile_s", "first_loss_diff"],
     ),
 }
 # section -> {its result's key: the row fields of that further table}

@@ -19,6 +19,7 @@ from rich.table import Table
 from lit_seq.data import TASKS
 from lit_seq.record import FitResult
 from lit_seq.systems import SYSTEMS, SequenceSystem
+from lit_seq.systems.compiled import describe_compile
 
 LINKED = ("in_features", "out_features", "data_max_len")  # set from the data: never by hand
 
@@ -120,10 +121,12 @@ def fit_header(
     wandb: str,
     notes: list[str] | tuple[str, ...] = (),
     seeds: dict | None = None,
+    compile_choice: str = "off",
 ) -> list[str]:
     """The few lines a fit prints before it trains: where, what, on what, and W&B; then a
     line per setting the fit changed to make it run (``notes``). ``seeds``: the data and
-    initialisation seeds (``lit_seq.fit.seeds.resolve_seeds``), said after the data."""
+    initialisation seeds (``lit_seq.fit.seeds.resolve_seeds``), said after the data;
+    ``compile_choice``: its ``--compile``, said with the device as it resolves there."""
     resumed = f" (resuming at step {resumed_step})" if resumed_step is not None else ""
     arch = system.arch_name  # a plug-in backbone's own name, and its class and options
     if getattr(system, "plugin", None) is not None:
@@ -139,7 +142,8 @@ def fit_header(
         f"data: {datamodule.name}, {training_data(datamodule)}, {n_val} validation, "
         f"{n_test} per test set at lengths {lengths}",
         *seed_line,
-        f"device: {device.type}, precision {trainer.precision}, {trainer.max_steps} steps",
+        f"device: {device.type}, precision {trainer.precision}, {trainer.max_steps} steps, "
+        f"compile {describe_compile(compile_choice, device)}",
         f"W&B: {wandb}",
         *(f"note: {note}" for note in notes),
     ]

@@ -63,6 +63,7 @@ def print_header(cli: LitSeqCLI, trainer: Trainer | None = None) -> None:
         wandb=where,
         notes=cli.notes,
         seeds=cli.seeds,
+        compile_choice=cli.config.get("compile", "off"),
     )
     print("\n".join(lines), flush=True)
 

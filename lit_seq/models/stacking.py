@@ -11,28 +11,30 @@ attention runs :class:`MembersAsBatchAttention`, one kernel call over the member
 from __future__ import annotations
 
 import contextlib
-import contextvars
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-_STACKED = contextvars.ContextVar("lit_seq_stacked_members", default=False)
+# A plain module flag, not a ContextVar: torch.compile reads (and guards on) a global, and
+# cannot trace ContextVar.get; no two fits train in threads of one process.
+_STACKED = False
 
 
 @contextlib.contextmanager
 def stacked_members():
     """While the block runs, forwards take their vmap-able path."""
-    token = _STACKED.set(True)
+    global _STACKED
+    before, _STACKED = _STACKED, True
     try:
         yield
     finally:
-        _STACKED.reset(token)
+        _STACKED = before
 
 
 def in_stacked_call() -> bool:
     """Whether the caller runs inside :func:`stacked_members`."""
-    return _STACKED.get()
+    return _STACKED
 
 
 class MembersAsBatchAttention(torch.autograd.Function):

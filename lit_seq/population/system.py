@@ -22,6 +22,7 @@ from lit_seq.population.loader import member_batch
 from lit_seq.population.optimizer import MemberHyper, PopulationAdam
 from lit_seq.population.stacked import member_losses, stack_weights
 from lit_seq.systems import SequenceSystem
+from lit_seq.systems.compiled import compile_loss, compiles, new_step
 from lit_seq.systems.optimizers import OPTIMIZERS
 from lit_seq.systems.schedules import schedule_factor
 
@@ -53,6 +54,8 @@ class PopulationSystem(L.LightningModule):
         clip_norm: each member's gradient-norm clip (its solo run's ``gradient_clip_val``).
         on_validation: called after each validation with ``(k, {"val/loss": ..., ...})`` for
             every member still training; it returns True when member k stops there.
+        compile_choice: the members' ``--compile`` (``lit_seq.systems.compiled``): whether
+            the members' losses (one vmapped call) run compiled.
 
     ``last_losses`` holds the (K,) losses of the latest training step. A test
     (``Trainer.test``) scores the members listed in ``tested`` on their own test sets, each
@@ -64,6 +67,7 @@ class PopulationSystem(L.LightningModule):
         members: list[SequenceSystem],
         clip_norm: float | None,
         on_validation=None,
+        compile_choice: str = "off",
     ) -> None:
         super().__init__()
         self.members = nn.ModuleList(members)
@@ -73,6 +77,8 @@ class PopulationSystem(L.LightningModule):
         self.names = {stacked_name(n): n for n, _ in members[0].named_parameters()}
         self.clip_norm = clip_norm
         self.on_validation = on_validation
+        self.compile_choice = compile_choice
+        self._losses = self.stacked_losses  # compiled as the fit starts, if it is to be
         self._val_sums: list[list] = []
         self.last_losses: Tensor | None = None
         self.tested: list[int] = []  # the members a test scores (those that did not fail)
@@ -99,10 +105,19 @@ class PopulationSystem(L.LightningModule):
 
     # -- Lightning hooks ---------------------------------------------------------------------
 
+    def stacked_losses(self, weights: dict[str, Tensor], batch: dict[str, Tensor]) -> Tensor:
+        """(K,) training losses, member k's with its weights (row k) on its batch (row k)."""
+        return member_losses(self.members[0], weights, batch)
+
+    def on_fit_start(self) -> None:
+        if compiles(self.compile_choice, self.device):
+            self._losses = compile_loss(self.stacked_losses, self.device, unrolled=True)
+
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
-        losses = member_losses(self.members[0], self.weights(), batch)  # (K,)
+        new_step(self.device)  # CUDA graphs: the last step's outputs are free to reuse
+        losses = self._losses(self.weights(), batch)  # (K,); no host sync inside
         active = self.optimizer.active.to(losses.device)
-        self.last_losses = losses.detach()
+        self.last_losses = losses.detach().clone()  # a copy: CUDA graphs reuse their outputs
         # a stopped member's loss may be anything (a diverged one's is NaN): out of the sum
         return torch.where(active, losses, torch.zeros_like(losses)).sum()
 

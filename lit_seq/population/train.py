@@ -74,6 +74,7 @@ def population_key(cli) -> dict:
         "trainer": {k: str(trainer.get(k)) for k in TRAINER_KEYS},
         "clip": trainer.get("gradient_clip_val"),
         "target": dict(vars(cli.config.target)) if cli.config.get("target") else None,
+        "compile": cli.config.get("compile"),
     }
 
 
@@ -116,7 +117,8 @@ def fit_population(member_args: list[list[str]]) -> list[FitResult | BaseExcepti
             cli.book.lock.release()
         raise
     clip = clis[0].config.trainer.get("gradient_clip_val")
-    population = PopulationSystem([c.model for c in clis], clip)
+    compile_choice = clis[0].config.get("compile", "off")
+    population = PopulationSystem([c.model for c in clis], clip, compile_choice=compile_choice)
     keeper = MembersKeeper(
         [c.book for c in clis],
         save=lambda k, path: trainer.strategy.checkpoint_io.save_checkpoint(

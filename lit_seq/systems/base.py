@@ -30,6 +30,7 @@ from lit_seq.models import (
 )
 from lit_seq.models.one_hot import one_hot_width
 from lit_seq.systems.arch_options import READ_BY, check_arch_options
+from lit_seq.systems.compiled import compile_loss, compiles, new_step
 from lit_seq.systems.divergence import DIVERGED_FACTOR, divergence  # noqa: F401 (re-exported)
 from lit_seq.systems.max_len import resolve_max_len
 from lit_seq.systems.metrics import StepAccuracy
@@ -185,6 +186,10 @@ class SequenceSystem(L.LightningModule):
         self.test_metrics = nn.ModuleDict()
         # positions the network adds to a sequence (a cls / empty token): make_backbone's
         self._extra_positions = 0
+        # the fit's --compile (``systems.compiled``): how the step runs, not what it computes,
+        # so not a hyperparameter; the training loss it gives is set as the fit starts
+        self.compile_choice = "off"
+        self._train_loss = None
 
     def _plugin(self, backbone: object, arch: str) -> PluginBackbone | None:
         """The plug-in ``backbone`` names, checked against the other options; None if none."""
@@ -293,8 +298,14 @@ class SequenceSystem(L.LightningModule):
                 metrics = self.test_metrics_for(length, train_length)
                 self.test_metrics[prefix] = metrics.clone(prefix=f"{prefix}/")
 
+    def on_fit_start(self) -> None:
+        self._train_loss = self.loss  # on the device the fit trains on, compiled for it or not
+        if compiles(self.compile_choice, self.device):
+            self._train_loss = compile_loss(self.loss, self.device)
+
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
-        loss = self.loss(batch)
+        new_step(self.device)  # CUDA graphs: the last step's outputs are free to reuse
+        loss = (self._train_loss or self.loss)(batch)  # no host sync inside (test_compile.py)
         # each self.log costs ~1 ms of Lightning bookkeeping: log only on the steps loggers
         # write, and on the last one (the progress bar ends on the final loss)
         if self._written_this_step():
