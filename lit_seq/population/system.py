@@ -93,6 +93,13 @@ class PopulationSystem(L.LightningModule):
             param.copy_(self.stacked[stacked_name(name)][k])
         return member
 
+    def dropout_seeds(self) -> Tensor:
+        """(K,) int64 on the weights' device: each member's dropout seed (its run's seed, as
+        a 64-bit word)."""
+        seeds = [m.dropout_seed if m.dropout_seed is not None else 0 for m in self.members]
+        words = [s - 2**64 if s >= 2**63 else s for s in seeds]  # int64 holds 64-bit words
+        return torch.tensor(words, dtype=torch.int64, device=self.device)
+
     @property
     def optimizer(self) -> PopulationAdam:
         return self.optimizers().optimizer if self._trainer else self._optimizer
@@ -100,7 +107,9 @@ class PopulationSystem(L.LightningModule):
     # -- Lightning hooks ---------------------------------------------------------------------
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
-        losses = member_losses(self.members[0], self.weights(), batch)  # (K,)
+        seeds = self.dropout_seeds()  # with each member's step: its own dropout masks
+        steps = self.optimizer.steps.to(seeds.device)
+        losses = member_losses(self.members[0], self.weights(), batch, seeds, steps)  # (K,)
         active = self.optimizer.active.to(losses.device)
         self.last_losses = losses.detach()
         # a stopped member's loss may be anything (a diverged one's is NaN): out of the sum

@@ -20,6 +20,7 @@ import torch
 from lit_seq.fit.callbacks import Drawing, plot_attention, plot_confusion
 from lit_seq.fit.cli import LitSeqCLI, build_cli, save_member_config
 from lit_seq.fit.run import Trained, print_header, record
+from lit_seq.fit.seeds import run_seed
 from lit_seq.fit.signals import FitInterrupted
 from lit_seq.population.loader import PopulationData
 from lit_seq.population.members import MembersKeeper, member_checkpoint
@@ -47,8 +48,6 @@ def why_not_population(cli) -> str:
     """Why the run built as ``cli`` (a fit CLI, checked or built) cannot train in a
     population, or "" when it can."""
     hp = cli.model.hparams
-    if hp.get("dropout"):
-        return "dropout > 0 draws from one random stream (a member would not equal its solo run)"
     if hp.get("backbone"):
         return "a plug-in backbone is not known to be stackable"
     if hp.get("pos_mode") == "randomized":
@@ -97,6 +96,9 @@ class MemberCLI(LitSeqCLI):
     claimed), but no Trainer: the population's trains and tests it."""
 
     def instantiate_trainer(self, **kwargs) -> None:
+        # its dropout masks' seed, as its solo fit takes it: the seed torch was seeded with
+        seed = run_seed(self.config)
+        self.model.dropout_seed = torch.initial_seed() if seed is None else seed
         self.open_book()
 
 

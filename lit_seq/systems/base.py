@@ -11,6 +11,7 @@ import inspect
 from typing import ClassVar, Literal
 
 import lightning as L
+import torch
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
@@ -27,6 +28,7 @@ from lit_seq.models import (
     count_parameters,
     position_limit,
 )
+from lit_seq.models.dropout import dropout_stream
 from lit_seq.models.one_hot import one_hot_width
 from lit_seq.systems.arch_options import check_arch_options
 from lit_seq.systems.divergence import DIVERGED_FACTOR, divergence  # noqa: F401 (re-exported)
@@ -179,6 +181,9 @@ class SequenceSystem(L.LightningModule):
         )
         # collects the subclass's arguments too: it walks up the chain of __init__ frames
         self.save_hyperparameters()
+        # what keys this run's dropout masks (with the step): set by a population for its
+        # members, else at the first step the seed torch was seeded with (the run's)
+        self.dropout_seed: int | None = None
         # the length the network is built for, whether given or the data's: what builders,
         # checkpoints (so a reload builds the same table) and records read
         self.hparams["max_len"] = max_len
@@ -319,7 +324,11 @@ class SequenceSystem(L.LightningModule):
                 self.test_metrics[prefix] = metrics.clone(prefix=f"{prefix}/")
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
-        loss = self.loss(batch)
+        # dropout masks of (seed, step), as a population member draws them (models/dropout.py)
+        if self.dropout_seed is None:  # a solo fit: the seed torch was seeded with (the run's)
+            self.dropout_seed = torch.initial_seed()
+        with dropout_stream(self.dropout_seed, self.global_step):
+            loss = self.loss(batch)
         # each self.log costs ~1 ms of Lightning bookkeeping: log only on the steps loggers
         # write, and on the last one (the progress bar ends on the final loss)
         if self._written_this_step():

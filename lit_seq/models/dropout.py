@@ -1,0 +1,137 @@
+"""Counter-based dropout: each mask a function of (seed, step, site, element), not a draw.
+
+``nn.Dropout`` draws its masks from torch's one global random stream, so K members of a
+population run as one vmapped call cannot each have their own (vmap's ``randomness`` modes
+give every member the same mask, ``"same"``, or masks that depend on where the member sits
+in the population and on how many members there are, ``"different"``: neither is a
+function of the member's seed). Here a mask is computed, not drawn:
+
+    keep[i] = mix32(i * a + b) >= p * 2**32     (a, b): a hash of (seed, step, site)
+
+with ``mix32`` a 32-bit integer hash (Wellons' "lowbias32", a bijection of 32-bit words
+whose outputs pass as independent uniform draws) and ``site`` the number of dropout calls
+before this one in the forward. Plain integer tensor arithmetic: it runs on any device,
+vmaps (a population's seeds and steps are one batched tensor, so each member computes its
+own masks in the same call), and depends on nothing but its inputs, so a run that resumes
+at step s draws step s's masks again, and a member gives the same masks in any population.
+
+While :func:`dropout_stream` is open (a system's training step: solo and population alike),
+every :class:`Dropout` and the attention weights' dropout use these masks; outside it
+(a model used on its own) dropout is torch's. Worked example: ``mix32(0) == 0``; with
+p = 0.5, an element whose hashed word is 0x80000000 or more is kept (scaled by 2).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+_M1, _M2 = 0x7FEB352D, 0x846CA68B - (1 << 32)  # lowbias32's multipliers, as signed int32
+
+
+def mix32(x: Tensor) -> Tensor:
+    """Wellons' lowbias32 hash of int32 words (shifts made logical by masking): same shape.
+
+    int32 products wrap modulo 2**32 on every torch backend, which is the arithmetic the
+    hash is defined in; the result is read as a signed int32, uniform over all 2**32 values.
+    """
+    x = x ^ ((x >> 16) & 0xFFFF)
+    x = x * _M1
+    x = x ^ ((x >> 15) & 0x1FFFF)
+    x = x * _M2
+    return x ^ ((x >> 16) & 0xFFFF)
+
+
+def _signed(word: int) -> int:
+    """A 32-bit word (any int, taken modulo 2**32) as the signed int32 it is."""
+    return (word + 2**31) % 2**32 - 2**31
+
+
+def _int32(value: Tensor | int, device: torch.device | None = None) -> Tensor:
+    """A seed or step (an int below 2**64, or an int64 tensor) folded into an int32 tensor:
+    its two 32-bit halves, each shifted into int32's range, hashed together."""
+    if isinstance(value, Tensor):
+        value = value.long()
+    halves = [value & 0xFFFFFFFF, (value >> 32) & 0xFFFFFFFF]  # each in [0, 2**32)
+    if isinstance(value, Tensor):
+        low, high = ((h - 2**31).to(torch.int32) for h in halves)
+    else:
+        low, high = (torch.tensor(h - 2**31, dtype=torch.int32, device=device) for h in halves)
+    return mix32(low ^ mix32(high + 0x632BE5AB))
+
+
+@dataclass
+class DropoutStream:
+    """The masks of one forward: its key, from (seed, step), and the sites used so far.
+
+    Attributes:
+        key: () int32 (one per member under vmap): ``mix32`` of the seed and the step.
+        sites: dropout calls so far in this forward; the next call's site.
+    """
+
+    key: Tensor
+    sites: int = 0
+
+    def keep(self, shape: torch.Size, p: float, device: torch.device) -> Tensor:
+        """The next site's mask: ``shape`` bool on ``device``, each element True with
+        probability 1 - p."""
+        site = self.sites
+        self.sites += 1
+        key = self.key.to(device)
+        # an odd multiplier a, so that i -> i * a + b is one to one
+        a = mix32(key + _signed(site * 0x2545F491)) | 1
+        b = mix32(a ^ 0x5BD1E995)
+        n = torch.Size(shape).numel()
+        index = torch.arange(n, dtype=torch.int32, device=device)
+        words = mix32(index * a + b)  # (n,), uniform signed int32
+        threshold = round(p * 2**32) - 2**31  # P(word >= threshold) = 1 - p
+        return (words >= threshold).view(shape)
+
+
+_STREAM: contextvars.ContextVar[DropoutStream | None] = contextvars.ContextVar(
+    "lit_seq_dropout_stream", default=None
+)
+
+
+@contextlib.contextmanager
+def dropout_stream(seed: Tensor | int, step: Tensor | int):
+    """While the block runs, dropout masks are those of (``seed``, ``step``).
+
+    ``seed`` and ``step`` are integers or integer tensors: () for one run, or the
+    vmapped members' own (each member's seed and optimizer step) inside a population.
+    """
+    device = seed.device if isinstance(seed, Tensor) else None
+    key = mix32(_int32(seed, device) ^ mix32(_int32(step, device) + 0x1B873593))
+    token = _STREAM.set(DropoutStream(key))
+    try:
+        yield
+    finally:
+        _STREAM.reset(token)
+
+
+def in_dropout_stream() -> bool:
+    """Whether dropout masks come from a :func:`dropout_stream` now."""
+    return _STREAM.get() is not None
+
+
+def dropout(x: Tensor, p: float, training: bool) -> Tensor:
+    """``F.dropout(x, p, training)``, its mask the stream's while one is open."""
+    stream = _STREAM.get()
+    if stream is None or not training or p == 0.0:
+        return F.dropout(x, p, training)
+    if p == 1.0:  # every element dropped (nn.Dropout's p=1): no mask to draw
+        return x * 0.0
+    keep = stream.keep(x.shape, p, x.device)
+    return torch.where(keep, x * (1.0 / (1.0 - p)), 0.0)
+
+
+class Dropout(nn.Dropout):
+    """``nn.Dropout`` whose masks are the open :func:`dropout_stream`'s (torch's without one)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return dropout(x, self.p, self.training)
