@@ -305,7 +305,7 @@ def attention_weights(q: Tensor, k: Tensor, bias: Tensor | None, allowed: Tensor
     broadcastable to (B, H, T, S) or None. A row with no allowed key gets weights 0 (as SDPA
     gives), not NaN; without a mask nothing is masked (no -inf, no check for it).
     """
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, S)
+    scores = (q / math.sqrt(q.shape[-1])) @ k.transpose(-2, -1)  # (B, H, T, S); q is smaller
     if bias is not None:
         scores = scores + bias.to(scores.dtype)
     if allowed is None:
