@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import lightning as L
 import torch
+from torch import nn
 
 from lit_seq.fit.callbacks import Drawing, plot_attention, plot_confusion
 from lit_seq.fit.cli import LitSeqCLI, build_cli, save_member_config
@@ -48,6 +49,9 @@ def why_not_population(cli) -> str:
     """Why the run built as ``cli`` (a fit CLI, checked or built) cannot train in a
     population, or "" when it can."""
     hp = cli.model.hparams
+    if any(isinstance(m, nn.RNNBase) and m.dropout for m in cli.model.net.modules()):
+        # other dropout computes its masks from (seed, step), in a member as in its solo run
+        return "dropout between a fused recurrence's layers draws from torch's random stream"
     if hp.get("backbone"):
         return "a plug-in backbone is not known to be stackable"
     if hp.get("pos_mode") == "randomized":
