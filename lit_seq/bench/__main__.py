@@ -3,7 +3,7 @@
     python -m lit_seq.bench [--out FILE.json] [--sections overhead,datagen,...] [--quick]
 
 Sections: overhead, datagen, time_to_quality, grid, memory, utilisation, pack, pack_step,
-mixers (default: all). Prints one table per section and writes them all as JSON. ``--quick`` shrinks every step count to a
+mixers, dropout_step (default: all). Prints one table per section and writes them all as JSON. ``--quick`` shrinks every step count to a
 smoke run (about a minute; the numbers then mean nothing). A section that crashes is
 recorded with its error and the others still run; the exit code is then 1.
 
@@ -34,6 +34,7 @@ from rich.table import Table  # noqa: E402
 
 from lit_seq.bench import (  # noqa: E402
     datagen,
+    dropout_step,
     grid,
     memory,
     mixers,
@@ -92,6 +93,10 @@ SECTIONS = {
         mixers.run,
         ["task", "arch", "d_model", "n_layers", "params", "step_ms", "cpu_ms", "steps_per_s"]
         + ["vs_lstm", "wall_vs_lstm", "passed"],
+    ),
+    "dropout_step": (
+        dropout_step.run,
+        ["length", "threads", "before_ms", "after_ms", "ratio", "load"],
     ),
 }
 # section-level fields worth a line under the table
