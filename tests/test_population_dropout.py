@@ -178,10 +178,11 @@ def test_delétangs_transformer_configs_now_pack():
 
 
 @pytest.mark.integration
+@pytest.mark.slow
 def test_a_member_with_dropout_trains_exactly_as_its_solo_fit(tmp_path):
     # float64, dropout 0.1: both draw the masks of (seed, step), so equal, not just alike
-    drop = ["--model.init_args.dropout=0.1", "--trainer.max_steps=12"]
-    small = ["--data.init_args.n_val=64", "--data.init_args.n_test=64"]
+    drop = ["--model.init_args.dropout=0.1", "--trainer.max_steps=10"]
+    small = ["--data.init_args.n_val=32", "--data.init_args.n_test=32"]
     config = "echo/transformer.yaml"
     members = [_args(config, tmp_path / f"m{k}", k, *drop, *small) for k in range(2)]
     outcomes = fit_population(members)

@@ -117,13 +117,14 @@ _STREAM: contextvars.ContextVar[DropoutStream | None] = contextvars.ContextVar(
 
 
 @contextlib.contextmanager
-def dropout_stream(seed: Tensor | int, step: Tensor | int):
+def dropout_stream(seed: Tensor | int, step: Tensor | int, device: torch.device | None = None):
     """While the block runs, dropout masks are those of (``seed``, ``step``).
 
     ``seed`` and ``step`` are integers or integer tensors: () for one run, or the
     vmapped members' own (each member's seed and optimizer step) inside a population.
+    ``device``: where the key of integer ones is made (the model's: no copy per mask).
     """
-    device = seed.device if isinstance(seed, Tensor) else None
+    device = seed.device if isinstance(seed, Tensor) else device
     key = mix32(_int32(seed, device) ^ mix32(_int32(step, device) + 0x1B873593))
     token = _STREAM.set(DropoutStream(key))
     try:

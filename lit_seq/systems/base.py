@@ -327,7 +327,7 @@ class SequenceSystem(L.LightningModule):
         # dropout masks of (seed, step), as a population member draws them (models/dropout.py)
         if self.dropout_seed is None:  # a solo fit: the seed torch was seeded with (the run's)
             self.dropout_seed = torch.initial_seed()
-        with dropout_stream(self.dropout_seed, self.global_step):
+        with dropout_stream(self.dropout_seed, self.global_step, self.device):
             loss = self.loss(batch)
         # each self.log costs ~1 ms of Lightning bookkeeping: log only on the steps loggers
         # write, and on the last one (the progress bar ends on the final loss)
