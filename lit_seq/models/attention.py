@@ -154,7 +154,9 @@ class MultiHeadAttention(nn.Module):
 
     The fast path goes through ``F.scaled_dot_product_attention`` (flash / memory-
     efficient kernels on GPU); asking for the weights switches to an explicit
-    softmax so the maps can be returned for visualisation.
+    softmax so the maps can be returned for visualisation, and so does dropout in
+    training under a ``dropout_stream`` (``dropout.py``: the weights are dropped with
+    the stream's masks, which SDPA cannot take).
 
     Args:
         d_model: model width d; split evenly over the heads.

@@ -59,5 +59,5 @@ def unrolled(rnn: nn.RNNBase, x: Tensor) -> Tensor:
             states.append(h)
         out = torch.stack(states, dim=1)
         if rnn.dropout and rnn.training and layer < rnn.num_layers - 1:
-            out = dropout(out, rnn.dropout, training=True)  # a population's own masks
+            out = dropout(out, rnn.dropout, training=True)  # a dropout stream's masks if open
     return out
