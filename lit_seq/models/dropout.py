@@ -26,13 +26,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 _M1, _M2 = 0x7FEB352D, 0x846CA68B - (1 << 32)  # lowbias32's multipliers, as signed int32
+_SITES = 32  # sites whose (a, b) are made at once
 
 
 def mix32(x: Tensor) -> Tensor:
@@ -63,11 +64,6 @@ def _counter(n: int, device: torch.device) -> Tensor:
     return torch.arange(n, dtype=torch.int32, device=device)
 
 
-def _signed(word: int) -> int:
-    """A 32-bit word (any int, taken modulo 2**32) as the signed int32 it is."""
-    return (word + 2**31) % 2**32 - 2**31
-
-
 def _int32(value: Tensor | int, device: torch.device | None = None) -> Tensor:
     """A seed or step (an int below 2**64, or an int64 tensor) folded into an int32 tensor:
     its two 32-bit halves, each shifted into int32's range, hashed together."""
@@ -88,20 +84,30 @@ class DropoutStream:
     Attributes:
         key: () int32 (one per member under vmap): ``mix32`` of the seed and the step.
         sites: dropout calls so far in this forward; the next call's site.
+        tables: each site's (a, b), made for ``_SITES`` sites at a time (a few ops for all,
+            not a few per mask: at Delétang's sizes these small ops cost 3% of a step).
     """
 
     key: Tensor
     sites: int = 0
+    tables: list[tuple[Tensor, Tensor]] = field(default_factory=list)
+
+    def _site_words(self, site: int, device: torch.device) -> tuple[Tensor, Tensor]:
+        """(a, b) of ``site``: an odd multiplier a, so that i -> i * a + b is one to one."""
+        chunk, row = divmod(site, _SITES)
+        while len(self.tables) <= chunk:
+            start = len(self.tables) * _SITES
+            sites = torch.arange(start, start + _SITES, dtype=torch.int32, device=device)
+            a = mix32(self.key.to(device) + sites * 0x2545F491) | 1  # int32 products wrap
+            self.tables.append((a, mix32(a ^ 0x5BD1E995)))
+        a, b = self.tables[chunk]
+        return a[row], b[row]
 
     def keep(self, shape: torch.Size, p: float, device: torch.device) -> Tensor:
         """The next site's mask: ``shape`` bool on ``device``, each element True with
         probability 1 - p (p rounded to a multiple of 2**-16)."""
-        site = self.sites
+        a, b = self._site_words(self.sites, device)
         self.sites += 1
-        key = self.key.to(device)
-        # an odd multiplier a, so that i -> i * a + b is one to one
-        a = mix32(key + _signed(site * 0x2545F491)) | 1
-        b = mix32(a ^ 0x5BD1E995)
         words = _counter(torch.Size(shape).numel(), device) * a
         words += b
         # lowbias32's last xorshift only changes a word's low 16 bits, which a threshold
