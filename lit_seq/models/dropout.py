@@ -6,19 +6,21 @@ give every member the same mask, ``"same"``, or masks that depend on where the m
 in the population and on how many members there are, ``"different"``: neither is a
 function of the member's seed). Here a mask is computed, not drawn:
 
-    keep[i] = mix32(i * a + b) >= p * 2**32     (a, b): a hash of (seed, step, site)
+    keep[i] = mix32(i * a + b) >= round(p * 2**16) * 2**16   (unsigned 32-bit words)
 
 with ``mix32`` a 32-bit integer hash (Wellons' "lowbias32", a bijection of 32-bit words
-whose outputs pass as independent uniform draws) and ``site`` the number of dropout calls
-before this one in the forward. Plain integer tensor arithmetic: it runs on any device,
+whose outputs pass as independent uniform draws), (a, b) a hash of (seed, step, site), a odd,
+and ``site`` the number of dropout calls before this one in the forward. p is rounded to a
+multiple of 2**-16, so the comparison reads a word's high 16 bits only, which lowbias32's
+last step (``x ^= x >> 16``) never changes: the masks skip it. Plain integer tensor arithmetic: it runs on any device,
 vmaps (a population's seeds and steps are one batched tensor, so each member computes its
 own masks in the same call), and depends on nothing but its inputs, so a run that resumes
 at step s draws step s's masks again, and a member gives the same masks in any population.
 
 While :func:`dropout_stream` is open (a system's training step: solo and population alike),
 every :class:`Dropout` and the attention weights' dropout use these masks; outside it
-(a model used on its own) dropout is torch's. Worked example: ``mix32(0) == 0``; with
-p = 0.5, an element whose hashed word is 0x80000000 or more is kept (scaled by 2).
+(a model used on its own) dropout is torch's. Worked example: ``mix32(1) == 0x688990C0``;
+with p = 0.5, an element whose word is 0x80000000 or more is kept (and scaled by 2).
 """
 
 from __future__ import annotations
