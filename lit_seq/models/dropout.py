@@ -6,7 +6,7 @@ give every member the same mask, ``"same"``, or masks that depend on where the m
 in the population and on how many members there are, ``"different"``: neither is a
 function of the member's seed). Here a mask is computed, not drawn:
 
-    keep[i] = mix32(i * a + b) >= round(p * 2**16) * 2**16   (unsigned 32-bit words)
+    keep[i] = mix32(i * a + b) >= round(p * 2**16) * 2**16 - 2**31   (signed int32 words)
 
 with ``mix32`` a 32-bit integer hash (Wellons' "lowbias32", a bijection of 32-bit words
 whose outputs pass as independent uniform draws), (a, b) a hash of (seed, step, site), a odd,
@@ -20,7 +20,8 @@ at step s draws step s's masks again, and a member gives the same masks in any p
 While :func:`dropout_stream` is open (a system's training step: solo and population alike),
 every :class:`Dropout` and the attention weights' dropout use these masks; outside it
 (a model used on its own) dropout is torch's. Worked example: ``mix32(1) == 0x688990C0``;
-with p = 0.5, an element whose word is 0x80000000 or more is kept (and scaled by 2).
+with p = 0.5 the threshold is 0: an element whose word is >= 0 as a signed int32 (below
+0x80000000 unsigned) is kept, and scaled by 2.
 """
 
 from __future__ import annotations
