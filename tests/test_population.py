@@ -113,7 +113,7 @@ blocks:
     for run in runs:
         by_block.setdefault(run.block, set()).add(run.pack_key)
     assert len(by_block["a"]) == 1 and by_block["a"] != by_block["deep"]
-    assert by_block["drop"] == {""}  # dropout draws random masks: never packed
+    assert by_block["drop"] == {""}  # a fused recurrence's dropout draws torch's masks
     assert sorted(len(u) for u in packs(runs, "on", "cpu")) == [1, 1, 2, 4]
     assert packs(runs, "off", "cpu") == [[r] for r in runs]
     assert packs(runs, "on", "cpu", max_size=3)[0] == runs[:3]

@@ -2,7 +2,8 @@
 
 Runs pack when they can be one population (``lit_seq.population``): same system, same model
 options except the optimizer's (learning rate, optimizer, weight decay, schedule, warm-up),
-same task options and batch size, same trainer settings, no dropout, no randomized positions,
+same task options and batch size, same trainer settings, no dropout between a fused
+recurrence's layers (other dropout packs: ``lit_seq.models.dropout``), no randomized positions,
 no curriculum over a fixed training set, no bidirectional or fused recurrence outside a
 ``RecurrentBackbone`` (the recurrent encoder-decoder's) and no plug-in backbone. The seeds of a cell pack, and so do
 cells that differ only in learning rate. :func:`pack_key` says so per cell (built once, by

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from lit_seq.models.dropout import dropout, in_dropout_stream
 from lit_seq.models.stacking import MembersAsBatchAttention, in_stacked_call
 
 
@@ -153,7 +154,9 @@ class MultiHeadAttention(nn.Module):
 
     The fast path goes through ``F.scaled_dot_product_attention`` (flash / memory-
     efficient kernels on GPU); asking for the weights switches to an explicit
-    softmax so the maps can be returned for visualisation.
+    softmax so the maps can be returned for visualisation, and so does dropout in
+    training under a ``dropout_stream`` (``dropout.py``: the weights are dropped with
+    the stream's masks, which SDPA cannot take).
 
     Args:
         d_model: model width d; split evenly over the heads.
@@ -272,22 +275,18 @@ class MultiHeadAttention(nn.Module):
         allowed = None
         if key_padding_mask is not None:
             allowed = ~key_padding_mask[:, None, None, :]
-        if causal and (allowed is not None or need_weights or bias is not None):
+        p_drop = self.dropout if self.training else 0.0
+        # the weights are computed here when asked for, or to drop them with a dropout
+        # stream's masks (a system's training step): SDPA draws its own from torch's RNG
+        explicit = need_weights or (p_drop > 0.0 and in_dropout_stream())
+        if causal and (allowed is not None or explicit or bias is not None):
             tri = causal_mask(T, device=query.device)
             allowed = tri if allowed is None else allowed & tri
 
-        p_drop = self.dropout if self.training else 0.0
         weights = None
-        if need_weights:
-            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, S)
-            if bias is not None:
-                scores = scores + bias.to(scores.dtype)
-            if allowed is not None:
-                scores = scores.masked_fill(~allowed, float("-inf"))
-            weights = scores.softmax(dim=-1)
-            if allowed is not None:  # rows with no allowed key: 0 (as SDPA), not NaN
-                weights = weights.masked_fill(~allowed, 0.0)
-            y = F.dropout(weights, p_drop, self.training) @ v  # (B, H, T, dh)
+        if explicit:
+            weights = attention_weights(q, k, bias, allowed)  # (B, H, T, S)
+            y = dropout(weights, p_drop, self.training) @ v  # (B, H, T, dh)
         else:
             # Causal without padding or bias uses is_causal so the flash kernel stays eligible.
             is_causal = causal and allowed is None
@@ -298,7 +297,23 @@ class MultiHeadAttention(nn.Module):
                 y = F.scaled_dot_product_attention(
                     q, k, v, attn_mask=mask, dropout_p=p_drop, is_causal=is_causal
                 )  # (B, H, T, dh)
-        return self.out_proj(self._merge_heads(y)), weights
+        return self.out_proj(self._merge_heads(y)), weights if need_weights else None
+
+
+def attention_weights(q: Tensor, k: Tensor, bias: Tensor | None, allowed: Tensor | None) -> Tensor:
+    """softmax(q k^T / sqrt(dh) + bias) over the allowed keys: (B, H, T, S).
+
+    ``q`` (B, H, T, dh), ``k`` (B, H, S, dh), ``bias`` (H, T, S) or None, ``allowed`` bool
+    broadcastable to (B, H, T, S) or None. A row with no allowed key gets weights 0 (as SDPA
+    gives), not NaN; without a mask nothing is masked (no -inf, no check for it).
+    """
+    scores = (q / math.sqrt(q.shape[-1])) @ k.transpose(-2, -1)  # (B, H, T, S); q is smaller
+    if bias is not None:
+        scores = scores + bias.to(scores.dtype)
+    if allowed is None:
+        return scores.softmax(dim=-1)
+    weights = scores.masked_fill(~allowed, float("-inf")).softmax(dim=-1)
+    return weights.masked_fill(~allowed, 0.0)
 
 
 def _bias_mask(bias: Tensor, allowed: Tensor | None, dtype: torch.dtype) -> Tensor:

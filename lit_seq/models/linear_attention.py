@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .dropout import Dropout
 from .positional import SinusoidalPositionalEncoding
 from .transformer import FeedForward
 
@@ -122,7 +123,7 @@ class LinearAttentionBackbone(nn.Module):
         self.attns = nn.ModuleList(LinearAttention(d_model, n_heads) for _ in range(n_layers))
         self.ln2 = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(n_layers))
         self.ffns = nn.ModuleList(FeedForward(d_model, d_ff, dropout) for _ in range(n_layers))
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.ln_f = nn.LayerNorm(d_model)
 
     def _layers(self):

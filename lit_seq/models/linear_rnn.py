@@ -39,6 +39,7 @@ from torch import Tensor, nn
 
 from lit_seq.util.checks import check_choice
 
+from .dropout import Dropout
 from .scan import linear_scan
 from .transformer import FeedForward
 
@@ -113,7 +114,7 @@ class LinearRNNBackbone(nn.Module):
         self.mixers = nn.ModuleList(LinearRecurrence(d_model, eigenvalues) for _ in range(n_layers))
         self.ln2 = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(n_layers))
         self.ffns = nn.ModuleList(FeedForward(d_model, d_ff, dropout) for _ in range(n_layers))
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.ln_f = nn.LayerNorm(d_model)
 
     def _layers(self):

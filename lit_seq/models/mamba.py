@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .dropout import Dropout
 from .scan import linear_scan
 
 EXPAND = 2  # inner width 2d: the paper's default
@@ -140,7 +141,7 @@ class MambaBackbone(nn.Module):
         self.causal = True
         self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(n_layers))
         self.mixers = nn.ModuleList(SelectiveSSM(d_model, d_state) for _ in range(n_layers))
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.ln_f = nn.LayerNorm(d_model)
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:

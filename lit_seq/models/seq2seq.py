@@ -16,6 +16,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from .attention import AttentionPositions
+from .dropout import Dropout
 from .positional import build_positional
 from .recurrent import make_rnn
 from .transformer import DecoderBlock, DecoderCache, TransformerBackbone
@@ -126,7 +127,7 @@ class TransformerSeq2Seq(nn.Module):
         self.tgt_pos = build_positional(
             pos_mode, d_model, max_len, n_heads=n_heads, causal=True, pos_range=pos_range
         )
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.decoder = nn.ModuleList(
             DecoderBlock(d_model, n_heads, d_ff, dropout=dropout, residual=residual)
             for _ in range(n_layers)
@@ -276,7 +277,7 @@ class RecurrentSeq2Seq(nn.Module):
         )
         self.encoder = make_rnn(cell, d_model, n_layers, dropout=dropout)
         self.decoder = make_rnn(cell, d_model, n_layers, dropout=dropout)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def encode(self, src: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         """src (B, S) -> final state at each last real token: h (n_layers, B, d), or (h, c)."""

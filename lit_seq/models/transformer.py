@@ -27,6 +27,7 @@ from torch import Tensor, nn
 from lit_seq.util.checks import check_choice
 
 from .attention import AttentionPositions, KVCache, MultiHeadAttention, PositionalEncoding
+from .dropout import Dropout
 from .positional import build_positional
 
 NORMS = ("pre", "post")  # where an encoder block's LayerNorms sit
@@ -39,7 +40,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.fc1 = nn.Linear(d_model, d_ff)
         self.act = nn.GELU()
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.fc2 = nn.Linear(d_ff, d_model)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -76,7 +77,7 @@ class EncoderBlock(nn.Module):
         self.attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.ln2 = nn.LayerNorm(d_model)
         self.ffn = FeedForward(d_model, d_ff, dropout)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def forward(
         self,
@@ -150,7 +151,7 @@ class DecoderBlock(nn.Module):
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout)
         self.ln3 = nn.LayerNorm(d_model)
         self.ffn = FeedForward(d_model, d_ff, dropout)
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
 
     def _add(self, x: Tensor, sub: Tensor) -> Tensor:
         return x + self.drop(sub) if self.residual else self.drop(sub)
@@ -292,7 +293,7 @@ class TransformerBackbone(nn.Module):
         self.pos = build_positional(
             pos_mode, d_model, max_len, n_heads=n_heads, causal=causal, pos_range=pos_range
         )
-        self.drop = nn.Dropout(dropout)
+        self.drop = Dropout(dropout)
         self.blocks = nn.ModuleList(
             EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, residual=residual, norm=norm)
             for _ in range(n_layers)

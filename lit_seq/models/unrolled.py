@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .dropout import dropout
+
 
 def unrolled(rnn: nn.RNNBase, x: Tensor) -> Tensor:
     """``rnn(x)[0]`` for a batch-first, forward-only ``nn.RNN`` (tanh or ReLU) or ``nn.LSTM``.
@@ -57,5 +59,5 @@ def unrolled(rnn: nn.RNNBase, x: Tensor) -> Tensor:
             states.append(h)
         out = torch.stack(states, dim=1)
         if rnn.dropout and rnn.training and layer < rnn.num_layers - 1:
-            out = F.dropout(out, rnn.dropout, training=True)
+            out = dropout(out, rnn.dropout, training=True)  # a dropout stream's masks if open
     return out

@@ -10,8 +10,9 @@ row of each stacked gradient with that member's own gradient (the members share 
 Recurrent backbones run their unrolled recurrence there, which vmap batches, and attention
 one kernel call over every member's batch (``lit_seq.models.stacking``); a fused recurrence
 anywhere else cannot run stacked (:func:`unstackable`).
-Nothing random may run inside (``randomness="error"``): a member must compute exactly what
-its solo run computes, and a shared random stream cannot give that.
+Nothing may draw from torch's random stream inside (``randomness="error"``): a member must
+compute what its solo run computes, and one shared stream cannot give that. Dropout computes
+its masks instead, each member's from its own seed and step (``lit_seq.models.dropout``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call, vmap
 
+from lit_seq.models.dropout import dropout_stream
 from lit_seq.models.recurrent import RecurrentBackbone
 from lit_seq.models.stacking import stacked_members
 
@@ -77,11 +79,21 @@ def _aliases(module: nn.Module) -> dict[str, str]:
     return out
 
 
-def member_losses(template: nn.Module, stacked: dict[str, Tensor], batch: dict) -> Tensor:
+def member_losses(
+    template: nn.Module,
+    stacked: dict[str, Tensor],
+    batch: dict,
+    seeds: Tensor | None = None,
+    steps: Tensor | None = None,
+) -> Tensor:
     """(K,) training losses: member k's ``template.loss(batch[.][k])`` with weights row k.
 
     ``template``: one member's system (its buffers are shared: they are constants such as
     positional tables, equal in every member of a population). ``batch``: name -> (K, ...).
+    ``seeds``, ``steps``: (K,) integer tensors, each member's dropout seed and optimizer step:
+    member k's dropout masks are those of its own (seed, step) (``models/dropout.py``), the
+    masks its solo run draws at that step. Without them a dropout > 0 fails (vmap refuses
+    torch's random draws: ``randomness="error"``).
     """
     loss = _Loss(template)
     # a tied weight (seq2seq's embeddings and output layer) is handed under each of its
@@ -92,5 +104,11 @@ def member_losses(template: nn.Module, stacked: dict[str, Tensor], batch: dict) 
         named = {f"system.{alias}": weights[name] for alias, name in aliases.items()}
         return functional_call(loss, named, (member_batch,), strict=False, tie_weights=False)
 
+    def one_with_dropout(weights, member_batch, seed: Tensor, step: Tensor) -> Tensor:
+        with dropout_stream(seed, step):
+            return one(weights, member_batch)
+
     with stacked_members():
-        return vmap(one, randomness="error")(stacked, batch)
+        if seeds is None or steps is None:
+            return vmap(one, randomness="error")(stacked, batch)
+        return vmap(one_with_dropout, randomness="error")(stacked, batch, seeds, steps)

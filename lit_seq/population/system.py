@@ -99,15 +99,25 @@ class PopulationSystem(L.LightningModule):
             param.copy_(self.stacked[stacked_name(name)][k])
         return member
 
+    def dropout_seeds(self) -> Tensor:
+        """(K,) int64 on the weights' device: each member's dropout seed (its run's seed, as
+        a 64-bit word)."""
+        seeds = [m.dropout_seed if m.dropout_seed is not None else 0 for m in self.members]
+        words = [s - 2**64 if s >= 2**63 else s for s in seeds]  # int64 holds 64-bit words
+        return torch.tensor(words, dtype=torch.int64, device=self.device)
+
     @property
     def optimizer(self) -> PopulationAdam:
         return self.optimizers().optimizer if self._trainer else self._optimizer
 
     # -- Lightning hooks ---------------------------------------------------------------------
 
-    def stacked_losses(self, weights: dict[str, Tensor], batch: dict[str, Tensor]) -> Tensor:
-        """(K,) training losses, member k's with its weights (row k) on its batch (row k)."""
-        return member_losses(self.members[0], weights, batch)
+    def stacked_losses(
+        self, weights: dict[str, Tensor], batch: dict[str, Tensor], seeds: Tensor, steps: Tensor
+    ) -> Tensor:
+        """(K,) training losses, member k's with its weights (row k) on its batch (row k),
+        its dropout masks those of its seed and step (row k of ``seeds`` and ``steps``)."""
+        return member_losses(self.members[0], weights, batch, seeds, steps)
 
     def on_fit_start(self) -> None:
         if compiles(self.compile_choice, self.device):
@@ -115,7 +125,9 @@ class PopulationSystem(L.LightningModule):
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         new_step(self.device)  # CUDA graphs: the last step's outputs are free to reuse
-        losses = self._losses(self.weights(), batch)  # (K,); no host sync inside
+        seeds = self.dropout_seeds()  # with each member's step: its own dropout masks
+        steps = self.optimizer.steps.to(seeds.device)
+        losses = self._losses(self.weights(), batch, seeds, steps)  # (K,); no host sync inside
         active = self.optimizer.active.to(losses.device)
         self.last_losses = losses.detach().clone()  # a copy: CUDA graphs reuse their outputs
         # a stopped member's loss may be anything (a diverged one's is NaN): out of the sum

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import lightning as L
 import torch
+from torch import nn
 
 from lit_seq.fit.callbacks import Drawing, plot_attention, plot_confusion
 from lit_seq.fit.cli import LitSeqCLI, build_cli, save_member_config
 from lit_seq.fit.run import Trained, print_header, record
+from lit_seq.fit.seeds import run_seed
 from lit_seq.fit.signals import FitInterrupted
 from lit_seq.population.loader import PopulationData
 from lit_seq.population.members import MembersKeeper, member_checkpoint
@@ -47,8 +49,9 @@ def why_not_population(cli) -> str:
     """Why the run built as ``cli`` (a fit CLI, checked or built) cannot train in a
     population, or "" when it can."""
     hp = cli.model.hparams
-    if hp.get("dropout"):
-        return "dropout > 0 draws from one random stream (a member would not equal its solo run)"
+    if any(isinstance(m, nn.RNNBase) and m.dropout for m in cli.model.net.modules()):
+        # other dropout computes its masks from (seed, step), in a member as in its solo run
+        return "dropout between a fused recurrence's layers draws from torch's random stream"
     if hp.get("backbone"):
         return "a plug-in backbone is not known to be stackable"
     if hp.get("pos_mode") == "randomized":
@@ -98,6 +101,9 @@ class MemberCLI(LitSeqCLI):
     claimed), but no Trainer: the population's trains and tests it."""
 
     def instantiate_trainer(self, **kwargs) -> None:
+        # its dropout masks' seed, as its solo fit takes it: the seed torch was seeded with
+        seed = run_seed(self.config)
+        self.model.dropout_seed = torch.initial_seed() if seed is None else seed
         self.open_book()
 
 

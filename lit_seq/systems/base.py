@@ -11,6 +11,7 @@ import inspect
 from typing import ClassVar, Literal
 
 import lightning as L
+import torch
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
@@ -28,6 +29,7 @@ from lit_seq.models import (
     count_parameters,
     position_limit,
 )
+from lit_seq.models.dropout import dropout_stream
 from lit_seq.models.one_hot import one_hot_width
 from lit_seq.systems.arch_options import READ_BY, check_arch_options
 from lit_seq.systems.compiled import compile_loss, compiles, new_step
@@ -171,6 +173,9 @@ class SequenceSystem(L.LightningModule):
         hp = self.hparams
         checked = (*READ_BY, "readout_relu")  # what some arch or head never reads
         check_arch_options(arch, self.task_kind, {k: hp[k] for k in checked}, _DEFAULTS)
+        # what keys this run's dropout masks (with the step): set by a population for its
+        # members, else at the first step the seed torch was seeded with (the run's)
+        self.dropout_seed: int | None = None
         # the length the network is built for, whether given or the data's: what builders,
         # checkpoints (so a reload builds the same table) and records read
         hp["max_len"] = max_len
@@ -305,7 +310,11 @@ class SequenceSystem(L.LightningModule):
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         new_step(self.device)  # CUDA graphs: the last step's outputs are free to reuse
-        loss = (self._train_loss or self.loss)(batch)  # no host sync inside (test_compile.py)
+        # dropout masks of (seed, step), as a population member draws them (models/dropout.py)
+        if self.dropout_seed is None:  # a solo fit: the seed torch was seeded with (the run's)
+            self.dropout_seed = torch.initial_seed()
+        with dropout_stream(self.dropout_seed, self.global_step, self.device):
+            loss = (self._train_loss or self.loss)(batch)  # no host sync inside
         # each self.log costs ~1 ms of Lightning bookkeeping: log only on the steps loggers
         # write, and on the last one (the progress bar ends on the final loss)
         if self._written_this_step():
