@@ -8,6 +8,7 @@ reached, SIGTERM), read back from the offline run files real wandb wrote.
 from contextlib import nullcontext
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from lit_seq import fit
@@ -45,6 +46,20 @@ def test_a_member_saves_its_checkpoints_at_its_solo_runs_steps(tmp_path, monkeyp
     assert {("last.ckpt", 7), ("last.ckpt", 10), ("last.ckpt", 14), ("last.ckpt", 20)} <= set(
         written["m0"]
     )
+
+
+@pytest.mark.integration
+def test_a_member_writes_the_training_rows_its_solo_run_writes(tmp_path):
+    # 12 steps, validation at 10: the rows of steps 10 and 11 come after the last checkpoint
+    # (a member once lost them: nothing wrote its CSV rows at the end of training)
+    short = ("--trainer.max_steps=12",)
+    fit_population([_args("echo/rnn.yaml", tmp_path / "m0", 0, *short)])
+    fit.cli_main(_args("echo/rnn.yaml", tmp_path / "s0", 0, *short))
+    steps = {}
+    for name in ("m0", "s0"):
+        frame = pd.read_csv(tmp_path / name / "metrics.csv")
+        steps[name] = frame.dropna(subset=["train/loss"])["step"].tolist()
+    assert steps["m0"] == steps["s0"] == list(range(12))
 
 
 @pytest.mark.integration

@@ -259,17 +259,21 @@ class RunBook:
         return self.best_path
 
     def end_training(self) -> None:
-        """Training stopped (at its end, its target or a divergence): the timer stops, and
-        ``last.ckpt`` is saved unless this session saved a checkpoint already."""
+        """Training stopped (at its end, its target or a divergence): the timer stops, the
+        training rows are written to ``metrics.csv`` (those after the last checkpoint too),
+        and ``last.ckpt`` is saved unless this session saved a checkpoint already."""
         self.timer.stop(self.step)
+        self._save_csv()
         if self.saved_step < 0:
             self.save_last()
 
-    def _write(self, path: Path) -> None:
-        # the CSV rows first: a resume keeps the rows before its checkpoint, all on disk
+    def _save_csv(self) -> None:
         for logger in self.loggers:
             if isinstance(logger, RunCSVLogger):
                 logger.save()
+
+    def _write(self, path: Path) -> None:
+        self._save_csv()  # the CSV rows first: a resume keeps the rows before its checkpoint
         assert self.save is not None, "nothing trains this run: no save"
         self.save(path)
         self.saved_step = self.step
