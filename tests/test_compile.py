@@ -220,3 +220,24 @@ def test_a_grid_hands_its_compile_to_every_run_and_no_digest_depends_on_it(tmp_p
     args = ["--config", str(CONFIG_DIR / "echo/rnn.yaml")]
     on, off = (fit.check_config([*args, f"--compile={c}"]).config for c in ("on", "off"))
     assert config_digest(on) == config_digest(off)
+
+
+def test_a_compiled_loss_draws_the_dropout_streams_masks_as_eager_does():
+    # the stream is a module global the compiler reads (a ContextVar broke the graph)
+    from lit_seq.models.dropout import dropout_stream
+
+    torch.manual_seed(0)
+    system = Transduction(
+        in_features=3, out_features=3, data_max_len=24, arch="transformer", d_model=8,
+        n_layers=1, n_heads=2, d_ff=16, dropout=0.3,
+    ).double().train()  # fmt: skip
+    batch = _batch(5)
+    compiled = torch.compile(system.loss, backend="aot_eager", fullgraph=True)
+    losses = []
+    for step in (5, 6):  # another step: other masks, in both
+        with dropout_stream(3, step):
+            eager = system.loss(batch)
+        with dropout_stream(3, step):
+            assert compiled(batch).item() == eager.item()
+        losses.append(eager.item())
+    assert losses[0] != losses[1]

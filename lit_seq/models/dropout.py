@@ -27,7 +27,6 @@ with p = 0.5 the threshold is 0: an element whose word is >= 0 as a signed int32
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
 from dataclasses import dataclass, field
 
@@ -120,9 +119,10 @@ class DropoutStream:
         return (words >= threshold).view(shape)
 
 
-_STREAM: contextvars.ContextVar[DropoutStream | None] = contextvars.ContextVar(
-    "lit_seq_dropout_stream", default=None
-)
+# A plain module variable, not a ContextVar: torch.compile reads (and guards on) a global and
+# cannot trace ContextVar.get (as models/stacking.py's flag); no two fits train in threads of
+# one process.
+_STREAM: DropoutStream | None = None
 
 
 @contextlib.contextmanager
@@ -134,23 +134,26 @@ def dropout_stream(seed: Tensor | int, step: Tensor | int, device: torch.device 
     ``device``: where the key of integer ones is made (the model's: no copy per mask).
     """
     device = seed.device if isinstance(seed, Tensor) else device
+    global _STREAM
     key = mix32(_int32(seed, device) ^ mix32(_int32(step, device) + 0x1B873593))
-    token = _STREAM.set(DropoutStream(key))
+    before, _STREAM = _STREAM, DropoutStream(key)
     try:
         yield
     finally:
-        _STREAM.reset(token)
+        _STREAM = before
 
 
 def in_dropout_stream() -> bool:
     """Whether dropout masks come from a :func:`dropout_stream` now."""
-    return _STREAM.get() is not None
+    return _STREAM is not None
 
 
 def dropout(x: Tensor, p: float, training: bool) -> Tensor:
     """``F.dropout(x, p, training)``, its mask the stream's while one is open."""
-    stream = _STREAM.get()
-    if stream is None or not training or p == 0.0:
+    if not training or p == 0.0:  # no mask at all: nothing read (a compiled step's too)
+        return F.dropout(x, p, training)
+    stream = _STREAM
+    if stream is None:
         return F.dropout(x, p, training)
     if p == 1.0:  # every element dropped (nn.Dropout's p=1): no mask to draw
         return x * 0.0
