@@ -127,7 +127,7 @@ def test_classifier_attention_maps():
     x, pad = padded_batch()
     (w,) = clf.attention_maps(x, pad)
     assert w.shape == (B, 2, T + 1, T + 1)  # the [CLS] token is position 0
-    with pytest.raises(TypeError, match="RecurrentBackbone has no attention maps"):
+    with pytest.raises(TypeError, match="LSTMBackbone has no attention maps"):
         SequenceClassifier(make_backbone("lstm"), F_IN, C, D).attention_maps(x)
 
 
