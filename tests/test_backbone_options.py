@@ -88,3 +88,18 @@ def test_a_backbone_is_given_only_what_it_names():
     assert type(lstm).__name__ == "LSTMBackbone"  # n_heads was never offered to it
     with pytest.raises(ValueError, match="arch='mamba' reads no one-hot input"):
         build_backbone("mamba", BackboneOptions(**BASE), causal=True, max_len=8, input_size=3)
+
+
+def test_each_encoding_reads_its_own_options_and_only_randomized_gets_pos_range():
+    from lit_seq.models.positional import POS_MODES, build_positional, encoding_reads
+
+    assert [m for m in POS_MODES if "pos_range" in encoding_reads(m)] == ["randomized"]
+    assert encoding_reads("alibi") == {"n_heads", "causal"}
+    assert encoding_reads("none") == frozenset()
+    randomized = build_positional("randomized", d_model=8, max_len=16, pos_range=64)
+    assert randomized.pos_range == 64
+    torch.manual_seed(0)
+    given = build_positional("learnable", d_model=8, max_len=16, pos_range=64)
+    torch.manual_seed(0)
+    plain = build_positional("learnable", d_model=8, max_len=16)
+    assert torch.equal(given.pe, plain.pe)  # pos_range never reached it

@@ -24,7 +24,9 @@ pos 1 -> [sin 1, cos 1, sin 0.01, cos 0.01] ~ [0.841, 0.540, 0.010, 1.000].
 
 from __future__ import annotations
 
+import inspect
 import math
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
@@ -180,6 +182,45 @@ def position_limit(network: nn.Module) -> int | None:
     return min(limits, default=None)
 
 
+def _randomized(d_model: int, max_len: int, pos_range: int | None) -> PositionalEncoding:
+    """Sinusoidal vectors at positions drawn from [0, pos_range) (None: [0, max_len))."""
+    return RandomizedPositionalEncoding(SinusoidalPositionalEncoding(d_model, max_len), pos_range)
+
+
+def _rotary(d_model: int, n_heads: int) -> PositionalEncoding:
+    return RotaryPositionalEncoding(d_model, n_heads)
+
+
+def _alibi(n_heads: int, causal: bool) -> PositionalEncoding:
+    return ALiBiBias(n_heads, causal=causal)
+
+
+def _relative(d_model: int, n_heads: int, causal: bool) -> PositionalEncoding:
+    return RelativePositionBias(n_heads, causal=causal, d_model=d_model)
+
+
+# pos_mode -> its constructor, whose arguments are the options that encoding reads (as a
+# backbone's __init__ names its options, NNCH's per-encoding parameters): only the randomized
+# encoding names pos_range, so it is the only one that receives it
+ENCODINGS: dict[str, Callable[..., PositionalEncoding]] = {
+    "sinusoidal": SinusoidalPositionalEncoding,
+    "learnable": LearnablePositionalEncoding,
+    "none": NoPositionalEncoding,
+    "rotary": _rotary,
+    "alibi": _alibi,
+    "relative": _relative,
+    "randomized": _randomized,
+}
+
+
+def encoding_reads(pos_mode: str) -> frozenset[str]:
+    """The options the encoding ``pos_mode`` reads: its constructor's arguments."""
+    check_choice("pos_mode", pos_mode, POS_MODES)
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    params = inspect.signature(ENCODINGS[pos_mode]).parameters.values()
+    return frozenset(p.name for p in params if p.kind in named)  # none: nn.Module's *args
+
+
 def build_positional(
     pos_mode: str,
     d_model: int,
@@ -188,7 +229,8 @@ def build_positional(
     causal: bool = False,
     pos_range: int | None = None,
 ) -> PositionalEncoding:
-    """Return the positional encoding named by ``pos_mode`` (one of ``POS_MODES``).
+    """Return the positional encoding named by ``pos_mode`` (one of ``POS_MODES``), given
+    the options it reads (:func:`encoding_reads`) of those offered here.
 
     Args:
         pos_mode: the encoding.
@@ -200,23 +242,12 @@ def build_positional(
             relative give each head its own bias).
         causal: the attention it serves is causal (alibi / relative then only look left).
         pos_range: randomized only: draw positions from [0, pos_range) instead of [0,
-            max_len), a range that does not move with the data (>= max_len); the other
-            encodings ignore it.
+            max_len), a range that does not move with the data (>= max_len); no other
+            encoding receives it.
 
     "none" gives ``NoPositionalEncoding()``, which leaves everything as is.
     """
-    check_choice("pos_mode", pos_mode, POS_MODES)
-    if pos_mode == "sinusoidal":
-        return SinusoidalPositionalEncoding(d_model, max_len)
-    if pos_mode == "learnable":
-        return LearnablePositionalEncoding(d_model, max_len)
-    if pos_mode == "randomized":
-        table = SinusoidalPositionalEncoding(d_model, max_len)
-        return RandomizedPositionalEncoding(table, pos_range=pos_range)
-    if pos_mode == "rotary":
-        return RotaryPositionalEncoding(d_model, n_heads)
-    if pos_mode == "alibi":
-        return ALiBiBias(n_heads, causal=causal)
-    if pos_mode == "relative":
-        return RelativePositionBias(n_heads, causal=causal, d_model=d_model)
-    return NoPositionalEncoding()
+    offered = dict(d_model=d_model, max_len=max_len, n_heads=n_heads, causal=causal)
+    offered["pos_range"] = pos_range
+    reads = encoding_reads(pos_mode)
+    return ENCODINGS[pos_mode](**{k: v for k, v in offered.items() if k in reads})

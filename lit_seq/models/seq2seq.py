@@ -19,7 +19,7 @@ from .attention import AttentionPositions
 from .dropout import Dropout
 from .positional import build_positional
 from .recurrent import make_rnn
-from .transformer import DecoderBlock, DecoderCache, TransformerBackbone
+from .transformer import DecoderBlock, DecoderCache, TransformerBackbone, block_stack
 
 
 def _embeddings(
@@ -108,7 +108,6 @@ class TransformerSeq2Seq(nn.Module):
         super().__init__()
         self.pad_id = pad_id
         self.scale = math.sqrt(d_model)  # embeddings * sqrt(d), as in the paper
-        d_ff = 4 * d_model if d_ff is None else d_ff
         self.src_embed, self.tgt_embed, self.output = _embeddings(
             vocab_size, d_model, share_embeddings
         )
@@ -128,9 +127,8 @@ class TransformerSeq2Seq(nn.Module):
             pos_mode, d_model, max_len, n_heads=n_heads, causal=True, pos_range=pos_range
         )
         self.drop = Dropout(dropout)
-        self.decoder = nn.ModuleList(
-            DecoderBlock(d_model, n_heads, d_ff, dropout=dropout, residual=residual)
-            for _ in range(n_layers)
+        self.decoder = block_stack(
+            DecoderBlock, n_layers, d_model, n_heads, d_ff, dropout, residual
         )
         self.ln_f = nn.LayerNorm(d_model)
 

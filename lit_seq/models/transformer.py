@@ -242,6 +242,27 @@ class DecoderBlock(nn.Module):
         return self._add(x, self.ffn(self.ln3(x)))
 
 
+def block_stack(
+    block: type[nn.Module],
+    n_layers: int,
+    d_model: int,
+    n_heads: int,
+    d_ff: int | None,
+    dropout: float,
+    residual: bool,
+    **options,
+) -> nn.ModuleList:
+    """``n_layers`` blocks of one kind, each built with the shared sizes (``d_ff`` None: 4 x
+    ``d_model``) and the kind's own ``options`` (an encoder block's ``norm``): the one stack
+    builder of the transformer encoder (``EncoderBlock``) and the seq2seq decoder
+    (``DecoderBlock``)."""
+    d_ff = 4 * d_model if d_ff is None else d_ff
+    return nn.ModuleList(
+        block(d_model, n_heads, d_ff, dropout=dropout, residual=residual, **options)
+        for _ in range(n_layers)
+    )
+
+
 class TransformerBackbone(nn.Module):
     """Transformer encoder stack, bidirectional or causal: (B, T, d) -> (B, T, d).
 
@@ -289,14 +310,12 @@ class TransformerBackbone(nn.Module):
         super().__init__()
         self.causal = causal
         self.scale = math.sqrt(d_model) if embed_scale else 1.0
-        d_ff = 4 * d_model if d_ff is None else d_ff
         self.pos = build_positional(
             pos_mode, d_model, max_len, n_heads=n_heads, causal=causal, pos_range=pos_range
         )
         self.drop = Dropout(dropout)
-        self.blocks = nn.ModuleList(
-            EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, residual=residual, norm=norm)
-            for _ in range(n_layers)
+        self.blocks = block_stack(
+            EncoderBlock, n_layers, d_model, n_heads, d_ff, dropout, residual, norm=norm
         )
         self.ln_f = nn.Identity() if norm == "post" else nn.LayerNorm(d_model)
 
