@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from lit_seq.campaign.archive import FINGERPRINT, GRID_FILE, merge_grid, pack_grid
-from lit_seq.campaign.limited import python_command, run_limited
+from lit_seq.campaign.limited import TICK_S, python_command, run_limited
 from lit_seq.record import RECORDS, read_records
 
 
@@ -127,6 +127,8 @@ def run_call(call: GridCall, limit_s: float) -> CallResult:
         on_tick=mirror,
         stop_when=enough,
         group=False,  # SIGTERM to the driver alone: the grid's own resumable stop
+        # a stop after N runs (CI's resume check) must land before the next population ends
+        tick_s=0.1 if call.stop_after is not None else TICK_S,
     )
     records = read_records(call.work) if (call.work / RECORDS).exists() else {}
     return CallResult(

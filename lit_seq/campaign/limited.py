@@ -45,9 +45,11 @@ def run_limited(
     on_tick: Callable[[], None] | None = None,
     stop_when: Callable[[], bool] | None = None,
     group: bool = True,
+    tick_s: float = TICK_S,
 ) -> Outcome:
     """Run ``command`` with its output appended to ``log``, stopped after ``limit_s`` seconds
-    or as soon as ``stop_when()`` is true; ``on_tick()`` runs every :data:`TICK_S` and once
+    or as soon as ``stop_when()`` is true (checked every ``tick_s``, default
+    :data:`TICK_S`); ``on_tick()`` runs as often and once
     more after the child ends (a grid's records mirrored as they arrive).
 
     ``group``: the stop signal goes to the child's whole process group (pytest and its
@@ -64,7 +66,7 @@ def run_limited(
         stopped = ""
         while child.poll() is None:
             with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(timeout=TICK_S)
+                child.wait(timeout=tick_s)
             if on_tick is not None:
                 on_tick()
             if child.poll() is not None:
