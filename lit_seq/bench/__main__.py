@@ -48,6 +48,7 @@ from lit_seq.bench import (  # noqa: E402
 )
 from lit_seq.bench.common import device_name, log  # noqa: E402
 from lit_seq.util.assets import PACKAGE_DIR  # noqa: E402
+from lit_seq.util.cli import comma_choices  # noqa: E402
 from lit_seq.util.io import atomic_write_json  # noqa: E402
 from lit_seq.util.runtime import quiet_libraries
 
@@ -118,16 +119,6 @@ SUMMARY_FIELDS = ("status", "grid", "efficiency", "device", "steps", "repeats")
 SUMMARY_FIELDS += ("peak_gflops", "threads")
 
 
-def parse_sections(text: str) -> list[str]:
-    names = [s.strip() for s in text.split(",") if s.strip()]
-    unknown = [s for s in names if s not in SECTIONS]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"sections={text!r}: unknown {unknown}; allowed: {list(SECTIONS)}"
-        )
-    return names
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m lit_seq.bench",
@@ -137,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path, help="write the results as JSON to this file")
     parser.add_argument(
         "--sections",
-        type=parse_sections,
+        type=comma_choices("sections", list(SECTIONS)),
         default=list(SECTIONS),
         help=f"comma-separated subset of {','.join(SECTIONS)} (default: all)",
     )

@@ -31,19 +31,10 @@ from pathlib import Path
 
 from lit_seq.campaign.archive import ArchiveError, import_archive
 from lit_seq.campaign.stages import GRID_NAME, RUNNERS, STAGES, Campaign
+from lit_seq.util.cli import comma_choices
 
 GRID = Path("ablations") / f"{GRID_NAME}.yaml"
 COMMITTED = Path("docs") / "results" / GRID_NAME
-
-
-def _stages(text: str) -> tuple[str, ...]:
-    names = tuple(s for s in text.split(",") if s)
-    bad = [s for s in names if s not in STAGES]
-    if bad or not names:
-        raise argparse.ArgumentTypeError(
-            f"stages={text!r}; allowed: a comma list of {list(STAGES)}"
-        )
-    return names
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,7 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--budget-s", type=float, default=480.0, help="the call's seconds (default 480)"
     )
-    run.add_argument("--stages", type=_stages, default=STAGES, help="default tests,speed,chomsky")
+    run.add_argument(
+        "--stages",
+        type=comma_choices("stages", STAGES),
+        default=STAGES,
+        help="default tests,speed,chomsky",
+    )
     run.add_argument("--grid", type=Path, default=GRID, help=f"default {GRID}")
     run.add_argument(
         "--committed", type=Path, default=COMMITTED, help=f"resume from (default {COMMITTED})"
@@ -71,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--compile",
         choices=("auto", "on", "off"),
         default="auto",
-        help="passed to lit_seq.ablate only where it has --compile (issue 41); else ignored",
+        help="passed to lit_seq.ablate (default auto: compiled on a GPU)",
     )
     run.add_argument("--tiny", action="store_true", help="the whole campaign on a CPU, tiny sizes")
     imp = commands.add_parser(

@@ -6,15 +6,13 @@
    folder of another grid version is refused, exit 2) do the rest.
 2. The grid runs as populations (``--pack on``), W&B off, stopped at the call's limit
    (SIGTERM to the driver: its workers die with it, every finished run keeps its record).
-   ``--compile`` is passed only when this checkout's ``lit_seq.ablate`` has it (the option
-   arrives with issue 41's captured step), so the campaign runs before and after it.
+   ``--compile`` is passed as the call says (``auto``: compiled on a GPU).
 3. Every time a record lands, the working folder's records are packed into the archive
    under ``$OUT`` (``archive.pack_grid``): a call cut at any moment brings them back.
 """
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,7 +33,7 @@ class GridCall:
     committed: Path | None = None  # records from earlier calls, merged in first
     workers: int = 4
     threads: int = 1
-    compile_mode: str | None = None  # --compile value, when lit_seq.ablate has the option
+    compile_mode: str | None = None  # lit_seq.ablate's --compile (None: its default)
     stop_after: int | None = None  # stop once this many new runs are ok (CI's resume check)
 
 
@@ -56,14 +54,6 @@ class CallResult:
 
     def to_json(self) -> dict:
         return asdict(self)
-
-
-@functools.cache
-def has_compile_option() -> bool:
-    """Whether ``python -m lit_seq.ablate --help`` lists ``--compile`` in this checkout."""
-    from lit_seq.ablate.__main__ import build_parser
-
-    return "--compile" in build_parser().format_help()
 
 
 def _snapshot(folder: Path) -> tuple:
@@ -103,10 +93,8 @@ def run_call(call: GridCall, limit_s: float) -> CallResult:
     ok_before = _ok_count(call.work) if (call.work / RECORDS).exists() else 0
     flags = ["--pack", "on", "--wandb", "off", "--workers", str(call.workers)]
     flags += ["--threads", str(call.threads), "--out", str(call.work)]
-    compile_flag = ""
-    if call.compile_mode is not None and has_compile_option():
-        compile_flag = f"--compile={call.compile_mode}"
-        flags.append(compile_flag)
+    compile_flag = f"--compile={call.compile_mode}" if call.compile_mode is not None else ""
+    flags += [compile_flag] if compile_flag else []
     last = [None]
 
     def mirror() -> None:  # rewrite the archive whenever the records changed
