@@ -79,6 +79,7 @@ class PopulationSystem(L.LightningModule):
         self.on_validation = on_validation
         self.compile_choice = compile_choice
         self._losses = self.stacked_losses  # compiled as the fit starts, if it is to be
+        self._seeds: Tensor | None = None  # the members' dropout seeds, as the fit starts
         self._val_sums: list[list] = []
         self.last_losses: Tensor | None = None
         self.tested: list[int] = []  # the members a test scores (those that did not fail)
@@ -120,12 +121,13 @@ class PopulationSystem(L.LightningModule):
         return member_losses(self.members[0], weights, batch, seeds, steps)
 
     def on_fit_start(self) -> None:
+        self._seeds = self.dropout_seeds()  # fixed for the fit: made on the device once
         if compiles(self.compile_choice, self.device):
             self._losses = compile_loss(self.stacked_losses, self.device, unrolled=True)
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         new_step(self.device)  # CUDA graphs: the last step's outputs are free to reuse
-        seeds = self.dropout_seeds()  # with each member's step: its own dropout masks
+        seeds = self._seeds  # with each member's step: its own dropout masks
         steps = self.optimizer.steps.to(seeds.device)
         losses = self._losses(self.weights(), batch, seeds, steps)  # (K,); no host sync inside
         active = self.optimizer.active.to(losses.device)
