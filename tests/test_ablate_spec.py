@@ -146,6 +146,21 @@ def test_shipped_grid_sizes(shipped):
     assert sizes["mixers"] == 46 * (4 * 3 + 10)
 
 
+def test_the_cpu_string_grid_is_the_gpu_grids_recurrent_string_rows_at_seeds_0_to_2(shipped):
+    # the CPU check must be the same runs as the GPU campaign's, so the two read side by side
+    def runs(name):
+        return {(r.run_id, r.config, r.overrides) for r in shipped[name][1]}
+
+    gpu = {
+        run
+        for run in runs("chomsky_gpu")
+        if run[0].endswith(("__seed=0", "__seed=1", "__seed=2"))
+        and "/transformer.yaml" not in run[1]
+        and not run[0].startswith(("parity_check", "modular_arithmetic"))
+    }
+    assert runs("chomsky_strings_cpu") == gpu and len(gpu) == 10 * 3
+
+
 def test_mixers_grid_gives_every_arch_of_a_task_the_same_rates(shipped):
     """No rate tuned for one arch decides another's result: per task, lstm, transformer and
     each mixer select among one list of 4 rates spanning >= 30x."""
