@@ -10,6 +10,7 @@ from torch.func import functional_call, vmap
 from lit_seq.bench import mixers as mixers_bench
 from lit_seq.fit import cli_main
 from lit_seq.models import MIXERS, build_backbone
+from lit_seq.models import selective_scan as selective_scan_module
 from lit_seq.models.linear_attention import LinearAttention
 from lit_seq.models.linear_rnn import LinearRecurrence
 from lit_seq.models.scan import linear_scan
@@ -109,7 +110,17 @@ def _selective_scan_by_autograd(dt, A, B, C, u):
     return torch.einsum("btdn,btn->btd", linear_scan(decay, drive), C)
 
 
-def test_the_selective_scan_and_its_gradients_equal_autograd_over_the_loop_in_float64():
+def _selective_scan_by_autograd_loss(*inputs):
+    return _selective_scan_by_autograd(*inputs).square().sum()
+
+
+@pytest.mark.parametrize("chunk", [2**19, 1, 2 * 3 * 5 * 4], ids=["one", "per-position", "2+2+2"])
+def test_the_selective_scan_and_its_gradients_equal_autograd_over_the_loop_in_float64(
+    monkeypatch, chunk
+):
+    """Values and gradients (autograd's, finite differences', vmapped as a population runs
+    it) with the positions in one chunk, one a chunk, and 2 a chunk (CHUNK / (B N D))."""
+    monkeypatch.setattr(selective_scan_module, "CHUNK", chunk)
     torch.manual_seed(0)
     b, t, d, n = 3, 6, 5, 4
     inputs = [
@@ -126,6 +137,15 @@ def test_the_selective_scan_and_its_gradients_equal_autograd_over_the_loop_in_fl
     for got, want in zip(grads, torch.autograd.grad(expected, inputs, grad_y), strict=True):
         torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
     assert torch.autograd.gradcheck(selective_scan, inputs)  # and against finite differences
+    # two members' inputs stacked and vmapped (generate_vmap_rule), each its solo gradient
+    members = [[x.detach() for x in inputs], [x.detach().flip(0) for x in inputs]]
+    stacked = [torch.stack(pair) for pair in zip(*members, strict=True)]
+    loss = lambda *xs: selective_scan(*xs).square().sum()  # noqa: E731
+    vmapped = vmap(torch.func.grad(loss, argnums=tuple(range(5))))(*stacked)
+    for k, member in enumerate(members):
+        solo = torch.func.grad(_selective_scan_by_autograd_loss, argnums=tuple(range(5)))(*member)
+        for got, want in zip(vmapped, solo, strict=True):
+            torch.testing.assert_close(got[k], want, rtol=0, atol=1e-12)
 
 
 def _parity_recurrence(eigenvalues: str) -> LinearRecurrence:

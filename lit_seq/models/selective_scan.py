@@ -11,35 +11,56 @@ and by hand, what autograd would derive, with g_t = dL/dh_t::
     dL/dC_t = Σ_d h_t dL/dy_t      dL/dB_t = Σ_d g_t Δ_t u_t    dL/d(Δ_t u_t) = Σ_n B_t g_t
     dL/d(Δ_t A) = g_t exp(Δ_t A) h_{t-1}  ->  dL/dΔ_t (Σ_n with A), dL/dA (Σ over b and t)
 
-Why a Function and not autograd over the loop (the previous form: the (B, T, 2d, N)
-decay and drive built with broadcast multiplies, ``scan.linear_scan``, an einsum with C):
-autograd saved every intermediate and replayed each broadcast multiply's backward as two
-more full-size multiplies and a reduction, and the loop's T-way stack / unbind and their
-backward copied the state twice more. Here the forward makes three full-size tensors
-(decay, drive scanned into h in place, one contraction), saves decay and h, and the
-backward makes three more (g, scanned in place, and dL/d(Δ A)), every other gradient a
-reduction of these. Measured per training step of ``MambaBackbone`` (fwd + bwd + Adam, one
-thread; see ``docs/performance.md`` for the bench rows): 1.5-2x faster than autograd
-over the loop.
+Why a Function and not autograd over a loop (the previous form: the (B, T, 2d, N) decay and
+drive built with broadcast multiplies, ``scan.linear_scan``, an einsum with C): autograd
+kept every intermediate and replayed each broadcast multiply's backward as two more
+full-size multiplies and a reduction, and the loop's T-way stack / unbind and their
+backward copied the state twice more. Here the forward makes the decay and the drive (the
+drive scanned into h in place) and one contraction, and keeps decay and h; the backward
+makes g (scanned in place) and, in g's memory, dL/d(Δ A); every gradient is a reduction
+of these. Measured on ``MambaBackbone``'s training step (fwd + bwd + Adam, one thread; the
+bench rows are in ``docs/performance.md``): 1.5-2.8x faster than autograd over the loop.
 
-Layout: position-major (T, B, N, D) inside, so a position's slice is contiguous for the
-loops over T and every broadcast (of C, B, Δ u, A) runs along the long inner D axis
-(broadcasting along a 16-wide inner N axis was a slow path). ``generate_vmap_rule`` lets
-``torch.func.vmap`` (populations) run these same ops batched; the in-place updates are on
-tensors that carry every batched input's dimension. ``torch.compile`` traces it as it is.
+How, on a CPU (each measured, kept because faster):
+
+- position-major (T, B, N, D) inside: a position's slice is contiguous for the loops over
+  T, and every broadcast (of C, B, Δ u, A) runs along the long inner D axis (along a
+  16-wide inner N axis it was a slow path);
+- chunks of positions, each tensor at most ``CHUNK`` numbers: the full-size temporaries of
+  a 64 x 64 x 16 x 64 state (16 MB each) came as fresh pages from the OS on every step
+  (17,000 page faults a step, 40% of it in the kernel) and ran at memory speed; chunks
+  are reused by the allocator and stay in cache (1,800 faults; the step 2.2x faster).
+  The reverse scan carries exp(Δ A) g from one chunk to the one before it;
+- exp(Δ A) as 2^(Δ A log2 e), the same number: ``exp2`` runs 2x faster than ``exp`` here;
+- no zero gradients built for the saved decay and h (``set_materialize_grads(False)``).
+
+``generate_vmap_rule`` lets ``torch.func.vmap`` (populations) run these same ops batched;
+the in-place updates are on tensors that carry every batched input's dimension.
+``torch.compile`` traces it as it is (one graph; the loops unroll).
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
+
+LOG2_E = 1 / math.log(2)
+CHUNK = 2**19  # numbers in a chunk's (positions, B, N, D) tensor: 2 MB of float32
+
+
+def _chunks(length: int, per_position: int) -> list[tuple[int, int]]:
+    """[start, end) of consecutive positions, each chunk at most CHUNK numbers (>= 1 position)."""
+    size = max(1, CHUNK // per_position)
+    return [(s, min(s + size, length)) for s in range(0, length, size)]
 
 
 class SelectiveScan(torch.autograd.Function):
     """y (B, T, D) of ``dt`` (B, T, D), ``A`` (D, N), ``B``, ``C`` (B, T, N), ``u`` (B, T, D).
 
-    The forward's outputs are y and, for the backward only (non-differentiable), the decay
-    and the states h, both (T, B, N, D).
+    The forward's outputs are y and, for the backward only (non-differentiable), each
+    chunk's decay and then each chunk's states h, all (positions, B, N, D).
     """
 
     generate_vmap_rule = True
@@ -47,41 +68,61 @@ class SelectiveScan(torch.autograd.Function):
     @staticmethod
     def forward(dt: Tensor, A: Tensor, B: Tensor, C: Tensor, u: Tensor) -> tuple[Tensor, ...]:
         dt, B, C, u = (x.transpose(0, 1).contiguous() for x in (dt, B, C, u))  # (T, B, .)
-        decay = (dt[:, :, None] * A.t().contiguous()).exp_()  # (T, B, N, D): ZOH
-        h = B[..., None] * (dt * u)[:, :, None]  # the drive (Euler), scanned into h
-        for t in range(1, h.shape[0]):
-            h[t] += decay[t] * h[t - 1]
-        y = (C[:, :, None] @ h).squeeze(-2)  # (T, B, D)
-        return y.transpose(0, 1), decay, h
+        A_log2 = A.t().contiguous() * LOG2_E  # (N, D)
+        dtu = dt * u
+        decays, states, ys = [], [], []
+        for s, e in _chunks(dt.shape[0], A.numel() * dt.shape[1]):
+            decay = (dt[s:e, :, None] * A_log2).exp2_()  # ZOH: exp(Δ A)
+            h = B[s:e, :, :, None] * dtu[s:e, :, None]  # the drive (Euler), scanned into h
+            if states:
+                h[0].add_(decay[0] * states[-1][-1])
+            for t in range(1, e - s):
+                h[t].add_(decay[t] * h[t - 1])
+            ys.append((C[s:e, :, None] @ h).squeeze(-2))
+            decays.append(decay)
+            states.append(h)
+        return torch.cat(ys).transpose(0, 1), *decays, *states
 
     @staticmethod
     def setup_context(ctx, inputs, output) -> None:
-        _, decay, h = output
-        ctx.save_for_backward(*inputs, decay, h)
-        ctx.mark_non_differentiable(decay, h)
-        ctx.set_materialize_grads(False)  # no full-size zero gradients for decay and h
+        ctx.save_for_backward(*inputs, *output[1:])
+        ctx.mark_non_differentiable(*output[1:])
+        ctx.set_materialize_grads(False)  # no zero gradients built for decay and h
 
     @staticmethod
     def backward(ctx, grad_y: Tensor | None, *_) -> tuple[Tensor | None, ...]:
         if grad_y is None:  # the loss reads none of y
             return (None,) * 5
-        dt, A, B, C, u, decay, h = ctx.saved_tensors
+        dt, A, B, C, u, *saved = ctx.saved_tensors
+        decays, states = saved[: len(saved) // 2], saved[len(saved) // 2 :]
         dt, B, C, u, grad_y = (x.transpose(0, 1).contiguous() for x in (dt, B, C, u, grad_y))
-        g = C[..., None] * grad_y[:, :, None]  # (T, B, N, D): the direct part of g
-        for t in range(g.shape[0] - 2, -1, -1):
-            g[t] += decay[t + 1] * g[t + 1]
-        grad_C = (h * grad_y[:, :, None]).sum(-1)  # (T, B, N)
-        grad_B = (g * (dt * u)[:, :, None]).sum(-1)
-        grad_dtu = (B[:, :, None] @ g).squeeze(-2)  # (T, B, D)
-        g_dA = (g[1:] * decay[1:]).mul_(h[:-1])  # zero at t = 0, where h_{-1} = 0
-        grad_A = (g_dA * dt[1:, :, None]).sum((0, 1)).t()
-        grad_dt = grad_dtu * u
-        grad_dt[1:] += g_dA.mul_(A.t()).sum(-2)
-        grad_u = grad_dtu * dt
+        A_t, dtu = A.t().contiguous(), dt * u
+        grad_A, grads, carry = 0, [], None  # carry: exp(Δ A) g at the next chunk's start
+        bounds = _chunks(dt.shape[0], A.numel() * dt.shape[1])
+        for k in range(len(bounds) - 1, -1, -1):
+            (s, e), decay, h = bounds[k], decays[k], states[k]
+            g = C[s:e, :, :, None] * grad_y[s:e, :, None]  # the direct part of g
+            if carry is not None:
+                g[-1].add_(carry)
+            for t in range(e - s - 2, -1, -1):
+                g[t].add_(decay[t + 1] * g[t + 1])
+            grad_C = (h * grad_y[s:e, :, None]).sum(-1)  # (positions, B, N)
+            grad_B = (g * dtu[s:e, :, None]).sum(-1)
+            grad_dtu = (B[s:e, :, None] @ g).squeeze(-2)  # (positions, B, D)
+            g_dA = g.mul_(decay)  # then times h_{t-1}: dL/d(Δ A), in g's memory
+            carry = g_dA[0].clone()
+            g_dA[1:].mul_(h[:-1])
+            if k > 0:
+                g_dA[0].mul_(states[k - 1][-1])
+            else:
+                g_dA[0].zero_()  # h_{-1} = 0
+            grad_A = grad_A + (g_dA * dt[s:e, :, None]).sum((0, 1))
+            grad_dt = grad_dtu * u[s:e] + g_dA.mul_(A_t).sum(-2)
+            grads.append((grad_dt, grad_B, grad_C, grad_dtu * dt[s:e]))
         grad_dt, grad_B, grad_C, grad_u = (
-            x.transpose(0, 1) for x in (grad_dt, grad_B, grad_C, grad_u)
+            torch.cat(chunks[::-1]).transpose(0, 1) for chunks in zip(*grads, strict=True)
         )
-        return grad_dt, grad_A, grad_B, grad_C, grad_u
+        return grad_dt, grad_A.t(), grad_B, grad_C, grad_u
 
 
 def selective_scan(dt: Tensor, A: Tensor, B: Tensor, C: Tensor, u: Tensor) -> Tensor:
