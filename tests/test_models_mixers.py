@@ -148,6 +148,25 @@ def test_the_selective_scan_and_its_gradients_equal_autograd_over_the_loop_in_fl
             torch.testing.assert_close(got[k], want, rtol=0, atol=1e-12)
 
 
+@pytest.mark.integration  # compiles (aot_eager: a few seconds on 2 loaded cores)
+def test_the_compiled_selective_scan_and_its_gradients_equal_eager_in_float64(monkeypatch):
+    """Compiled, the scans run out of place (``torch.compiler.is_compiling``): same numbers."""
+    monkeypatch.setattr(selective_scan_module, "CHUNK", 2 * 2 * 3 * 4)  # 2 positions a chunk
+    torch.manual_seed(0)
+    b, t, d, n = 2, 5, 4, 3
+    inputs = [torch.rand(b, t, d, dtype=torch.float64), -torch.rand(d, n, dtype=torch.float64)]
+    inputs += [torch.randn(b, t, k, dtype=torch.float64) for k in (n, n, d)]
+    inputs = [x.requires_grad_() for x in inputs]
+    torch._dynamo.reset()
+    compiled = torch.compile(selective_scan, backend="aot_eager", fullgraph=True)
+    y, y_eager = compiled(*inputs), selective_scan(*inputs)
+    torch.testing.assert_close(y, y_eager, rtol=0, atol=1e-12)
+    grad_y = torch.randn_like(y)
+    grads = torch.autograd.grad(y, inputs, grad_y)
+    for got, want in zip(grads, torch.autograd.grad(y_eager, inputs, grad_y), strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+
+
 def _parity_recurrence(eigenvalues: str) -> LinearRecurrence:
     """One channel: λ = 2 sigmoid(20 - 40 u) - 1 (about +1 on a 0, -1 on a 1), input u."""
     mixer = LinearRecurrence(1, eigenvalues).double()

@@ -56,6 +56,39 @@ def _chunks(length: int, per_position: int) -> list[tuple[int, int]]:
     return [(s, min(s + size, length)) for s in range(0, length, size)]
 
 
+def _scan(decay: Tensor, x: Tensor, carry: Tensor | None, reverse: bool) -> Tensor:
+    """The scan h_t = x_t + decay_t h_{t-1} along dim 0 from h_{-1} = carry (None: 0);
+    ``reverse``: h_t = x_t + decay_{t+1} h_{t+1}, the carry (decay h after the chunk) added
+    to the last position.
+
+    In place on x (a fresh tensor), eagerly; out of place when compiling, where an in-place
+    update of a slice becomes a copy of the whole tensor a position.
+    """
+    T = x.shape[0]
+    if torch.compiler.is_compiling():
+        out, prev = [], carry
+        for t in range(T - 1, -1, -1) if reverse else range(T):
+            if reverse:  # prev: decay_{t+1} x_{t+1}, or the carry
+                prev = x[t] if prev is None else x[t] + prev
+                out.append(prev)
+                prev = decay[t] * prev
+            else:  # prev: x_{t-1}, or the carry
+                prev = x[t] if prev is None else x[t] + decay[t] * prev
+                out.append(prev)
+        return torch.stack(out[::-1] if reverse else out)
+    if reverse:
+        if carry is not None:
+            x[-1].add_(carry)
+        for t in range(T - 2, -1, -1):
+            x[t].add_(decay[t + 1] * x[t + 1])
+    else:
+        if carry is not None:
+            x[0].add_(decay[0] * carry)
+        for t in range(1, T):
+            x[t].add_(decay[t] * x[t - 1])
+    return x
+
+
 class SelectiveScan(torch.autograd.Function):
     """y (B, T, D) of ``dt`` (B, T, D), ``A`` (D, N), ``B``, ``C`` (B, T, N), ``u`` (B, T, D).
 
@@ -73,11 +106,8 @@ class SelectiveScan(torch.autograd.Function):
         decays, states, ys = [], [], []
         for s, e in _chunks(dt.shape[0], A.numel() * dt.shape[1]):
             decay = (dt[s:e, :, None] * A_log2).exp2_()  # ZOH: exp(Δ A)
-            h = B[s:e, :, :, None] * dtu[s:e, :, None]  # the drive (Euler), scanned into h
-            if states:
-                h[0].add_(decay[0] * states[-1][-1])
-            for t in range(1, e - s):
-                h[t].add_(decay[t] * h[t - 1])
+            drive = B[s:e, :, :, None] * dtu[s:e, :, None]  # Euler
+            h = _scan(decay, drive, states[-1][-1] if states else None, reverse=False)
             ys.append((C[s:e, :, None] @ h).squeeze(-2))
             decays.append(decay)
             states.append(h)
@@ -102,20 +132,14 @@ class SelectiveScan(torch.autograd.Function):
         for k in range(len(bounds) - 1, -1, -1):
             (s, e), decay, h = bounds[k], decays[k], states[k]
             g = C[s:e, :, :, None] * grad_y[s:e, :, None]  # the direct part of g
-            if carry is not None:
-                g[-1].add_(carry)
-            for t in range(e - s - 2, -1, -1):
-                g[t].add_(decay[t + 1] * g[t + 1])
+            g = _scan(decay, g, carry, reverse=True)
             grad_C = (h * grad_y[s:e, :, None]).sum(-1)  # (positions, B, N)
             grad_B = (g * dtu[s:e, :, None]).sum(-1)
             grad_dtu = (B[s:e, :, None] @ g).squeeze(-2)  # (positions, B, D)
             g_dA = g.mul_(decay)  # then times h_{t-1}: dL/d(Δ A), in g's memory
             carry = g_dA[0].clone()
-            g_dA[1:].mul_(h[:-1])
-            if k > 0:
-                g_dA[0].mul_(states[k - 1][-1])
-            else:
-                g_dA[0].zero_()  # h_{-1} = 0
+            first = states[k - 1][-1:] if k > 0 else torch.zeros_like(h[:1])  # h_{-1} = 0
+            g_dA.mul_(torch.cat([first, h[:-1]]))
             grad_A = grad_A + (g_dA * dt[s:e, :, None]).sum((0, 1))
             grad_dt = grad_dtu * u[s:e] + g_dA.mul_(A_t).sum(-2)
             grads.append((grad_dt, grad_B, grad_C, grad_dtu * dt[s:e]))
