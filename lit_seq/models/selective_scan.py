@@ -19,7 +19,8 @@ backward copied the state twice more. Here the forward makes the decay and the d
 drive scanned into h in place) and one contraction, and keeps decay and h; the backward
 makes g (scanned in place) and, in g's memory, dL/d(Δ A); every gradient is a reduction
 of these. Measured on ``MambaBackbone``'s training step (fwd + bwd + Adam, one thread; the
-bench rows are in ``docs/performance.md``): 1.5-2.8x faster than autograd over the loop.
+bench rows are in ``docs/performance.md``): 1.7-3.2x faster than autograd over the loop
+(64 x 10 x 32: 17.8 -> 10.7 ms; 64 x 64 x 32: 140 -> 45 ms; load 4-5).
 
 How, on a CPU (each measured, kept because faster):
 
@@ -36,7 +37,8 @@ How, on a CPU (each measured, kept because faster):
 
 ``generate_vmap_rule`` lets ``torch.func.vmap`` (populations) run these same ops batched;
 the in-place updates are on tensors that carry every batched input's dimension.
-``torch.compile`` traces it as it is (one graph; the loops unroll).
+``torch.compile`` traces it (one graph, the loops unrolled) with the scans out of place
+(``_scan``).
 """
 
 from __future__ import annotations
