@@ -10,10 +10,11 @@ from torch.func import functional_call, vmap
 from lit_seq.bench import mixers as mixers_bench
 from lit_seq.fit import cli_main
 from lit_seq.models import MIXERS, build_backbone
+from lit_seq.models import selective_scan as selective_scan_module
 from lit_seq.models.linear_attention import LinearAttention
 from lit_seq.models.linear_rnn import LinearRecurrence
-from lit_seq.models.mamba import ssm_recurrence
 from lit_seq.models.scan import linear_scan
+from lit_seq.models.selective_scan import selective_scan
 from lit_seq.models.stacking import stacked_members
 from lit_seq.population.stacked import stack_weights
 from lit_seq.population.train import fit_population
@@ -97,9 +98,73 @@ def test_mamba_recurrence_worked_example():
     # one channel, N = 1, A = -1, step ln 2 (decay 1/2), B = C = 1, u = [1, 1]
     dt = torch.full((1, 2, 1), math.log(2.0), dtype=torch.float64)
     ones = torch.ones(1, 2, 1, dtype=torch.float64)
-    y = ssm_recurrence(dt, -torch.ones(1, 1, dtype=torch.float64), ones, ones, ones)
+    y = selective_scan(dt, -torch.ones(1, 1, dtype=torch.float64), ones, ones, ones)
     assert y.flatten().tolist() == pytest.approx([math.log(2), 1.5 * math.log(2)])
     assert y.flatten().tolist() == pytest.approx([0.693, 1.040], abs=5e-4)
+
+
+def _selective_scan_by_autograd(dt, A, B, C, u):
+    """The reference: the (B, T, D, N) decay and drive, ``linear_scan``, autograd throughout."""
+    decay = torch.exp(dt[..., None] * A)
+    drive = dt[..., None] * B[:, :, None, :] * u[..., None]
+    return torch.einsum("btdn,btn->btd", linear_scan(decay, drive), C)
+
+
+def _selective_scan_by_autograd_loss(*inputs):
+    return _selective_scan_by_autograd(*inputs).square().sum()
+
+
+@pytest.mark.parametrize("chunk", [2**19, 1, 2 * 3 * 5 * 4], ids=["one", "per-position", "2+2+2"])
+def test_the_selective_scan_and_its_gradients_equal_autograd_over_the_loop_in_float64(
+    monkeypatch, chunk
+):
+    """Values and gradients (autograd's, finite differences', vmapped as a population runs
+    it) with the positions in one chunk, one a chunk, and 2 a chunk (CHUNK / (B N D))."""
+    monkeypatch.setattr(selective_scan_module, "CHUNK", chunk)
+    torch.manual_seed(0)
+    b, t, d, n = 3, 6, 5, 4
+    inputs = [
+        torch.rand(b, t, d, dtype=torch.float64),  # steps > 0
+        -torch.rand(d, n, dtype=torch.float64) - 0.1,  # A < 0
+        *(torch.randn(b, t, k, dtype=torch.float64) for k in (n, n, d)),  # B, C, u
+    ]
+    inputs = [x.requires_grad_() for x in inputs]
+    y = selective_scan(*inputs)
+    expected = _selective_scan_by_autograd(*inputs)
+    torch.testing.assert_close(y, expected, rtol=0, atol=1e-12)
+    grad_y = torch.randn_like(y)
+    grads = torch.autograd.grad(y, inputs, grad_y)
+    for got, want in zip(grads, torch.autograd.grad(expected, inputs, grad_y), strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+    assert torch.autograd.gradcheck(selective_scan, inputs)  # and against finite differences
+    # two members' inputs stacked and vmapped (generate_vmap_rule), each its solo gradient
+    members = [[x.detach() for x in inputs], [x.detach().flip(0) for x in inputs]]
+    stacked = [torch.stack(pair) for pair in zip(*members, strict=True)]
+    loss = lambda *xs: selective_scan(*xs).square().sum()  # noqa: E731
+    vmapped = vmap(torch.func.grad(loss, argnums=tuple(range(5))))(*stacked)
+    for k, member in enumerate(members):
+        solo = torch.func.grad(_selective_scan_by_autograd_loss, argnums=tuple(range(5)))(*member)
+        for got, want in zip(vmapped, solo, strict=True):
+            torch.testing.assert_close(got[k], want, rtol=0, atol=1e-12)
+
+
+@pytest.mark.integration  # compiles (aot_eager: a few seconds on 2 loaded cores)
+def test_the_compiled_selective_scan_and_its_gradients_equal_eager_in_float64(monkeypatch):
+    """Compiled, the scans run out of place (``torch.compiler.is_compiling``): same numbers."""
+    monkeypatch.setattr(selective_scan_module, "CHUNK", 2 * 2 * 3 * 4)  # 2 positions a chunk
+    torch.manual_seed(0)
+    b, t, d, n = 2, 5, 4, 3
+    inputs = [torch.rand(b, t, d, dtype=torch.float64), -torch.rand(d, n, dtype=torch.float64)]
+    inputs += [torch.randn(b, t, k, dtype=torch.float64) for k in (n, n, d)]
+    inputs = [x.requires_grad_() for x in inputs]
+    torch._dynamo.reset()
+    compiled = torch.compile(selective_scan, backend="aot_eager", fullgraph=True)
+    y, y_eager = compiled(*inputs), selective_scan(*inputs)
+    torch.testing.assert_close(y, y_eager, rtol=0, atol=1e-12)
+    grad_y = torch.randn_like(y)
+    grads = torch.autograd.grad(y, inputs, grad_y)
+    for got, want in zip(grads, torch.autograd.grad(y_eager, inputs, grad_y), strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
 
 
 def _parity_recurrence(eigenvalues: str) -> LinearRecurrence:

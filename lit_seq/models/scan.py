@@ -1,9 +1,13 @@
 """The first-order linear recurrence ``h_t = a_t * h_{t-1} + b_t`` over a whole sequence.
 
-The scan under the ``mamba`` and ``linear_rnn`` backbones (element-wise, any trailing shape):
-every input-dependent quantity is computed for all T positions at once by the caller, so
-only this cheap multiply-add runs position by position. It is written with plain tensor ops,
-so ``torch.func.vmap`` (populations) and ``torch.compile`` take it as it is.
+The scan under the ``linear_rnn`` backbone (element-wise, any trailing shape): every
+input-dependent quantity is computed for all T positions at once by the caller, so only this
+cheap multiply-add runs position by position. It is written with plain tensor ops, so
+``torch.func.vmap`` (populations) and ``torch.compile`` take it as it is; autograd derives its
+backward. (``mamba`` has its own, ``selective_scan``: a Function with a hand-written backward,
+which pays off there on a (B, T, 2d, N) state. The same treatment here, an autograd Function
+with a reverse-scan backward, was measured no faster for linear_rnn's (B, T, d) state:
+train steps within noise, 4-17 ms at 64 x 10-64 x 16-64, one thread, load 6.)
 
 Why a loop over T and not a parallel (associative, log-depth) scan: on this project's CPU the
 Hillis-Steele doubling scan was measured 1.7-10x slower, forward and backward, than this loop
