@@ -1,5 +1,6 @@
-"""``models.stacked_recurrence``: K members' unrolled recurrence as one computation under vmap
-computes, bit for bit, what vmap makes of each member's ``unrolled`` (forward and gradients)."""
+"""``models.stacked_recurrence`` and ``stacking.MembersLinear``: K members' unrolled recurrence
+and linear layers as one computation under vmap compute, bit for bit, what vmap makes of each
+member's ``unrolled`` and ``nn.Linear`` (forward and gradients)."""
 
 import pytest
 import torch
@@ -7,6 +8,7 @@ from torch import nn
 from torch.func import functional_call, vmap
 
 from lit_seq.models.stacked_recurrence import members_unrolled
+from lit_seq.models.stacking import MembersLinear, stacked_members
 from lit_seq.models.unrolled import unrolled
 
 K, B, T, D_IN, HIDDEN = 3, 4, 5, 2, 6
@@ -67,3 +69,29 @@ def test_dropout_between_layers_is_refused_in_training():
     rnn = nn.RNN(D_IN, HIDDEN, num_layers=2, dropout=0.5, batch_first=True)
     with pytest.raises(ValueError, match="no dropout between layers"):
         members_unrolled(rnn, torch.randn(B, T, D_IN))
+
+
+def test_a_members_linear_layer_equals_vmaps_own_rule_bit_for_bit():
+    torch.manual_seed(2)
+    layer = MembersLinear(D_IN, HIDDEN)
+    weights = {n: torch.randn(K, *p.shape, requires_grad=True) for n, p in layer.named_parameters()}
+    x = torch.randn(K, B, T, D_IN, requires_grad=True)
+    plain = nn.Linear(D_IN, HIDDEN)
+    results = []
+    for stacked in (True, False):  # the fold, then nn.Linear's forward under vmap
+        one = lambda w, xx, s=stacked: _call(layer if s else plain, w, xx, s)  # noqa: E731
+        out = vmap(one)(weights, x)
+        results.append((out, torch.autograd.grad(out.square().sum(), [*weights.values(), x])))
+    (out, grads), (expected, expected_grads) = results
+    assert torch.equal(out, expected)
+    for grad, wanted in zip(grads, expected_grads, strict=True):
+        assert torch.equal(grad, wanted)
+    plain.load_state_dict(layer.state_dict())  # the same parameters, the same state dict
+    assert torch.equal(layer(x[0]), plain(x[0]))
+
+
+def _call(layer, weights, x, stacked: bool):
+    if not stacked:
+        return functional_call(layer, weights, (x,))
+    with stacked_members():
+        return functional_call(layer, weights, (x,))
