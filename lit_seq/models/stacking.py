@@ -3,9 +3,11 @@
 A population (``lit_seq.population``) computes its members' forwards as one vmapped call.
 vmap refuses the fused recurrences (``aten::rnn_tanh``, ``aten::lstm``: no batching rule),
 so inside :func:`stacked_members` recurrent backbones run the same recurrence unrolled
-(``unrolled.py``), as batched matrix products over the K members. The CPU flash attention
-has no batching rule either (vmap would loop over the members): inside a stacked call
-attention runs :class:`MembersAsBatchAttention`, one kernel call over the members' batches.
+(``unrolled.py``), as batched matrix products over the K members, one pass for all
+(``stacked_recurrence.py``). The CPU flash attention has no batching rule either (vmap would
+loop over the members): inside a stacked call attention runs
+:class:`MembersAsBatchAttention`, one kernel call over the members' batches. A head's
+linear layers (:class:`MembersLinear`) run one batched product, cheaper than vmap's rule.
 """
 
 from __future__ import annotations
