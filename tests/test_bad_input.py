@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from lit_seq.fit import BadInput, build_cli, check_config, cli_main
+from lit_seq.fit import BadInput, build_cli, check_config, cli_main, size_limit
 from tests.helpers import REPO, TINY
 
 SIGNAL = str(REPO / "configs" / "signal" / "transformer.yaml")
@@ -200,6 +200,22 @@ def test_the_parameter_limit_is_stated_and_can_be_moved(monkeypatch, tmp_path):
     monkeypatch.setenv("LIT_SEQ_MAX_PARAMS", "lots")
     with pytest.raises(BadInput, match=r"^LIT_SEQ_MAX_PARAMS='lots' must be a whole number"):
         check_config(["--config", ECHO])
+
+
+def test_the_count_is_made_once_per_model_and_data_config(monkeypatch):
+    # a population's members (one shape, other seeds) build on the meta device once
+    monkeypatch.setattr(size_limit, "_COUNTS", {})
+    counted = []
+    real = size_limit._count_on_meta
+    monkeypatch.setattr(size_limit, "_count_on_meta", lambda *a: counted.append(1) or real(*a))
+    rnn = ["--config", str(REPO / "configs" / "echo" / "rnn.yaml")]
+    monkeypatch.setenv("LIT_SEQ_MAX_PARAMS", "2209")  # echo/rnn's 2,209 parameters
+    for seed in (1, 2):
+        assert check_config([*rnn, f"--seed_everything={seed}"])
+    assert len(counted) == 1
+    with pytest.raises(BadInput, match=r"a model of 4,849 parameters"):  # its own count
+        check_config([*rnn, "--model.init_args.d_model=48"])
+    assert len(counted) == 2
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from lit_seq.ablate.grid import load_grid
 from lit_seq.ablate.jobs import GridJob
 from lit_seq.ablate.packing import pack_key, packs
 from lit_seq.ablate.run_one import run_pack_and_record
+from lit_seq.data.loaders import TensorDictDataset, batch_loader
 from lit_seq.evaluate import evaluate
 from lit_seq.fit.signals import FitInterrupted
 from lit_seq.population.loader import StackedLoader, stack_batches
@@ -90,6 +91,23 @@ def test_member_batches_must_share_their_shapes():
         stack_batches([a, {"x": torch.zeros(4, 12)}])
     with pytest.raises(ValueError, match="one length"):
         StackedLoader([[a], [a, a]])
+
+
+def test_the_stacked_loader_yields_each_members_loader_batches_and_positions():
+    # it reads the members' samplers and datasets itself: the batches their loaders give
+    data = [{"x": torch.arange(10.0 * k, 10.0 * k + 10).unsqueeze(1)} for k in range(2)]
+
+    def loaders():
+        return [batch_loader(TensorDictDataset(d), 4, True, seed=k) for k, d in enumerate(data)]
+
+    stacked, expected = StackedLoader(loaders()), loaders()
+    for epoch in range(2):
+        stacked.sampler.set_epoch(epoch)
+        for loader in expected:
+            loader.sampler.set_epoch(epoch)
+        for batch, *theirs in zip(stacked, *expected, strict=True):
+            assert torch.equal(batch["x"], torch.stack([b["x"] for b in theirs]))
+    assert stacked.state_dict() == {"members": [lo.state_dict() for lo in expected]}
 
 
 # -- which runs pack ----------------------------------------------------------------------

@@ -64,6 +64,13 @@ def test_a_mask_is_a_function_of_seed_and_step_whether_given_as_ints_or_tensors(
     assert not torch.equal(_masks(2**40 + 3, 10)[0], _masks(3, 10)[0])  # every seed bit counts
 
 
+def test_a_forward_that_drops_nothing_computes_no_key():
+    # the key is made at the first mask: a step without dropout runs none of its ops
+    with torch.profiler.profile() as prof, dropout_stream(3, 10):
+        pass  # a forward with no dropout in it
+    assert not [e.name for e in prof.events() if e.name.startswith("aten::")]
+
+
 def test_kept_elements_are_scaled_as_torchs_dropout_and_no_stream_is_torchs_dropout():
     x = torch.randn(50, 40, dtype=torch.float64)
     with dropout_stream(0, 0):

@@ -31,21 +31,48 @@ def max_params() -> int:
     return int(text)
 
 
-def check_size(parser, config) -> None:
-    """BadInput if the model ``config`` builds has more parameters than :func:`max_params`.
+# (parser, model section, data section) -> the model's parameters (None: not counted). The
+# count is a function of those two sections (the data's sizes reach the model through the
+# parser's links): a process that builds many fits of one shape (a population's members, a
+# grid's seeds, a benchmark) counts it once.
+_COUNTS: dict[tuple, int | None] = {}
+_MAX_COUNTS = 256
 
-    ``parser``: the fit's (LightningCLI's) parser; the classes are built on the meta device.
-    """
+
+def _count_on_meta(parser, config) -> int | None:
+    """The parameters of the model ``config`` builds, built on the meta device; None where
+    that build fails or builds no module."""
     try:
         with torch.device("meta"):
             built = parser.instantiate(config)
     except Exception:  # noqa: BLE001 - the real build that follows says what is wrong
         # (a bad value), or builds unchecked a class that needs real numbers to be built
-        return
+        return None
     model = built.get("model")
     if not isinstance(model, torch.nn.Module):
+        return None
+    return sum(p.numel() for p in model.parameters())
+
+
+def parameter_count(parser, config) -> int | None:
+    """:func:`_count_on_meta`, once per model and data section (:data:`_COUNTS`)."""
+    key = (parser, repr(config.get("model")), repr(config.get("data")))
+    if key not in _COUNTS:
+        if len(_COUNTS) >= _MAX_COUNTS:
+            _COUNTS.clear()
+        _COUNTS[key] = _count_on_meta(parser, config)
+    return _COUNTS[key]
+
+
+def check_size(parser, config) -> None:
+    """BadInput if the model ``config`` builds has more parameters than :func:`max_params`.
+
+    ``parser``: the fit's (LightningCLI's) parser; the classes are built on the meta device.
+    """
+    count = parameter_count(parser, config)
+    if count is None:
         return
-    count, limit = sum(p.numel() for p in model.parameters()), max_params()
+    limit = max_params()
     if count <= limit:
         return
     options = config.model.get("init_args") or {}

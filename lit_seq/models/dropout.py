@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -84,15 +85,24 @@ class DropoutStream:
     """The masks of one forward: its key, from (seed, step), and the sites used so far.
 
     Attributes:
-        key: () int32 (one per member under vmap): ``mix32`` of the seed and the step.
+        make_key: makes the key, () int32 (one per member under vmap): ``mix32`` of the
+            seed and the step; called at the first mask, so that a forward without dropout
+            (every echo / rnn step, solo or K members) runs none of its ~40 small ops.
         sites: dropout calls so far in this forward; the next call's site.
         tables: each site's (a, b), made for ``_SITES`` sites at a time (a few ops for all,
             not a few per mask: at Delétang's sizes these small ops cost 3% of a step).
     """
 
-    key: Tensor
+    make_key: Callable[[], Tensor]
     sites: int = 0
     tables: list[tuple[Tensor, Tensor]] = field(default_factory=list)
+    _key: Tensor | None = None
+
+    @property
+    def key(self) -> Tensor:
+        if self._key is None:
+            self._key = self.make_key()
+        return self._key
 
     def _site_words(self, site: int, device: torch.device) -> tuple[Tensor, Tensor]:
         """(a, b) of ``site``: an odd multiplier a, so that i -> i * a + b is one to one."""
@@ -135,8 +145,11 @@ def dropout_stream(seed: Tensor | int, step: Tensor | int, device: torch.device 
     """
     device = seed.device if isinstance(seed, Tensor) else device
     global _STREAM
-    key = mix32(_int32(seed, device) ^ mix32(_int32(step, device) + 0x1B873593))
-    before, _STREAM = _STREAM, DropoutStream(key)
+
+    def make_key() -> Tensor:
+        return mix32(_int32(seed, device) ^ mix32(_int32(step, device) + 0x1B873593))
+
+    before, _STREAM = _STREAM, DropoutStream(make_key)
     try:
         yield
     finally:

@@ -16,11 +16,13 @@ from torch import Tensor, nn
 from .one_hot import OneHotInput
 from .readout import Readout
 from .recurrent import RecurrentBackbone
+from .stacking import MembersLinear
 
 
 def make_embedding(in_features: int, d_model: int, input_embedding: bool) -> nn.Module:
-    """The input map of a head: ``nn.Linear(in_features, d_model)``, or ``OneHotInput``."""
-    return nn.Linear(in_features, d_model) if input_embedding else OneHotInput(in_features)
+    """The input map of a head: ``nn.Linear(in_features, d_model)`` (a population's members
+    in one product: ``MembersLinear``), or ``OneHotInput``."""
+    return MembersLinear(in_features, d_model) if input_embedding else OneHotInput(in_features)
 
 
 def make_activation(readout_relu: bool) -> nn.Module:
@@ -81,7 +83,7 @@ class SequenceClassifier(nn.Module):
             self.readout = Readout(readout, self.embed.width, self.embed.empty_symbol)
         self.backbone = backbone
         self.act = make_activation(readout_relu)
-        self.head = nn.Linear(d_model, num_classes)
+        self.head = MembersLinear(d_model, num_classes)
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         """(B, T, in_features), mask (B, T) bool True at padding -> logits (B, num_classes)."""
@@ -130,7 +132,7 @@ class PerStepHead(nn.Module):
         self.embed = make_embedding(in_features, d_model, input_embedding)
         self.backbone = backbone
         self.act = make_activation(readout_relu)
-        self.head = nn.Linear(d_model, out_features)
+        self.head = MembersLinear(d_model, out_features)
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         """(B, T, in_features), optional mask (B, T) True at padding -> (B, T, out_features)."""
@@ -182,7 +184,7 @@ class AppendedOutputHead(nn.Module):
             self.register_buffer("empty_token", self.embed.empty_symbol.clone(), persistent=False)
         self.backbone = backbone
         self.act = make_activation(readout_relu)
-        self.head = nn.Linear(d_model, out_features)
+        self.head = MembersLinear(d_model, out_features)
 
     def forward(self, x: Tensor, n_out: int) -> Tensor:
         """(B, T, in_features) -> (B, n_out, out_features) logits at the appended positions."""

@@ -15,8 +15,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from lit_seq.models.stacked_recurrence import members_unrolled
 from lit_seq.models.stacking import in_stacked_call
-from lit_seq.models.unrolled import unrolled
 from lit_seq.util.checks import check_choice
 
 CELLS = ("rnn", "lstm")
@@ -140,7 +140,7 @@ class RecurrentBackbone(nn.Module):
             out, _ = self.rnn(packed)
             out, _ = pad_packed_sequence(out, batch_first=True, total_length=T)  # (B, T, 2d)
         elif in_stacked_call() and not self.bidirectional:  # the same recurrence, for vmap
-            out = unrolled(self.rnn, x)
+            out = members_unrolled(self.rnn, x)
         else:
             out, _ = self.rnn(x)  # (B, T, d) or (B, T, 2d)
         return self.proj(out)

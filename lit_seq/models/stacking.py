@@ -3,9 +3,11 @@
 A population (``lit_seq.population``) computes its members' forwards as one vmapped call.
 vmap refuses the fused recurrences (``aten::rnn_tanh``, ``aten::lstm``: no batching rule),
 so inside :func:`stacked_members` recurrent backbones run the same recurrence unrolled
-(``unrolled.py``), as batched matrix products over the K members. The CPU flash attention
-has no batching rule either (vmap would loop over the members): inside a stacked call
-attention runs :class:`MembersAsBatchAttention`, one kernel call over the members' batches.
+(``unrolled.py``), as batched matrix products over the K members, one pass for all
+(``stacked_recurrence.py``). The CPU flash attention has no batching rule either (vmap would
+loop over the members): inside a stacked call attention runs
+:class:`MembersAsBatchAttention`, one kernel call over the members' batches. A head's
+linear layers (:class:`MembersLinear`) run one batched product, cheaper than vmap's rule.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import contextlib
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 # A plain module flag, not a ContextVar: torch.compile reads (and guards on) a global, and
 # cannot trace ContextVar.get; no two fits train in threads of one process.
@@ -94,3 +96,60 @@ class MembersAsBatchAttention(torch.autograd.Function):
         # on the unbatched tensors: autograd records the kernel itself (and its backward)
         y = F.scaled_dot_product_attention(*folded, attn_mask=mask, is_causal=is_causal)
         return y.reshape(members, batch, *y.shape[1:]), 0
+
+
+class MembersAsBatchLinear(torch.autograd.Function):
+    """``F.linear`` whose vmap rule is one batched product over the members' weights.
+
+    vmap's rule for ``F.linear`` with batched weights runs several ops (a batched matmul,
+    a scaling, an add); this one runs one ``baddbmm`` on the members' (K, N, d_in) inputs
+    (``bmm`` without a bias): each member's own products and sums, the numbers vmap's rule
+    gives, at half its cost for a head's small layers. Outside vmap it is ``F.linear``.
+    """
+
+    @staticmethod
+    def forward(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+        return F.linear(x, weight, bias)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        ctx.save_for_backward(*inputs)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        saved, needs = ctx.saved_tensors, ctx.needs_input_grad
+        with torch.enable_grad():  # outside vmap: recompute, differentiate the recomputation
+            inputs = [
+                None if t is None else t.detach().requires_grad_(need)
+                for t, need in zip(saved, needs, strict=True)
+            ]
+            y = F.linear(*inputs)
+            wanted = [t for t, need in zip(inputs, needs, strict=True) if need]
+            found = iter(torch.autograd.grad(y, wanted, grad))
+        return tuple(next(found) if need else None for need in needs)
+
+    @staticmethod
+    def vmap(info, in_dims, x: Tensor, weight: Tensor, bias: Tensor | None):
+        members = info.batch_size
+
+        def members_first(t: Tensor, dim: int | None) -> Tensor:
+            return t.movedim(dim, 0) if dim is not None else t.expand(members, *t.shape)
+
+        x, weight = members_first(x, in_dims[0]), members_first(weight, in_dims[1])
+        flat = x.reshape(members, -1, x.shape[-1])  # (K, N, d_in)
+        if bias is None:
+            y = torch.bmm(flat, weight.transpose(1, 2))
+        else:
+            bias = members_first(bias, in_dims[2]).unsqueeze(1)  # (K, 1, d_out)
+            y = torch.baddbmm(bias, flat, weight.transpose(1, 2))
+        return y.view(*x.shape[:-1], y.shape[-1]), 0
+
+
+class MembersLinear(nn.Linear):
+    """``nn.Linear`` (same parameters, same state dict) whose members compute in one batched
+    product inside a population's stacked call (:class:`MembersAsBatchLinear`)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if in_stacked_call():
+            return MembersAsBatchLinear.apply(x, self.weight, self.bias)
+        return super().forward(x)

@@ -18,6 +18,15 @@ from torch import Tensor, nn
 from .dropout import dropout
 
 
+def check_unrollable(rnn: nn.RNNBase) -> None:
+    """ValueError unless ``rnn`` is what :func:`unrolled` computes: a batch-first,
+    forward-only ``nn.RNN`` (tanh, ReLU) or ``nn.LSTM`` without ``proj_size``."""
+    if rnn.bidirectional or not rnn.batch_first or getattr(rnn, "proj_size", 0):
+        raise ValueError("unrolled() supports batch-first, forward-only RNN/LSTM without proj_size")
+    if rnn.mode not in ("RNN_TANH", "RNN_RELU", "LSTM"):
+        raise ValueError(f"unrolled() supports RNNs (tanh, ReLU) and LSTMs, not mode {rnn.mode!r}")
+
+
 def unrolled(rnn: nn.RNNBase, x: Tensor) -> Tensor:
     """``rnn(x)[0]`` for a batch-first, forward-only ``nn.RNN`` (tanh or ReLU) or ``nn.LSTM``.
 
@@ -29,10 +38,7 @@ def unrolled(rnn: nn.RNNBase, x: Tensor) -> Tensor:
     Returns:
         (B, T, hidden) outputs of the top layer, from a zero initial state.
     """
-    if rnn.bidirectional or not rnn.batch_first or getattr(rnn, "proj_size", 0):
-        raise ValueError("unrolled() supports batch-first, forward-only RNN/LSTM without proj_size")
-    if rnn.mode not in ("RNN_TANH", "RNN_RELU", "LSTM"):
-        raise ValueError(f"unrolled() supports RNNs (tanh, ReLU) and LSTMs, not mode {rnn.mode!r}")
+    check_unrollable(rnn)
     lstm = rnn.mode == "LSTM"
     out = x
     for layer in range(rnn.num_layers):

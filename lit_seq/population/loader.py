@@ -13,9 +13,10 @@ from __future__ import annotations
 import lightning as L
 import torch
 from torch import Tensor
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, default_convert
 
 from lit_seq.data.fresh import FreshBatches, fresh_loader
+from lit_seq.data.loaders import GroupedTensorDicts, TensorDictDataset
 
 
 class _EpochFanOut:
@@ -50,6 +51,13 @@ class StackedLoader:
         return len(self.loaders[0])
 
     def __iter__(self):
+        if all(_indexes_its_dataset(loader) for loader in self.loaders):
+            # what each loader's iterator does: its sampler's indices, one index of its
+            # dataset; without a DataLoader iterator's machinery per batch, K times a step
+            for indices in zip(*(loader.sampler for loader in self.loaders), strict=True):
+                batches = [lo.dataset[i] for lo, i in zip(self.loaders, indices, strict=True)]
+                yield stack_batches(batches)
+            return
         for batches in zip(*self.loaders, strict=True):
             yield stack_batches(list(batches))
 
@@ -60,6 +68,21 @@ class StackedLoader:
     def load_state_dict(self, state: dict) -> None:
         for loader, member in zip(self.loaders, state["members"], strict=True):
             loader.load_state_dict(member)
+
+
+def _indexes_its_dataset(loader: DataLoader) -> bool:
+    """Whether ``loader``'s batches are ``loader.dataset[indices]`` for each ``indices`` its
+    sampler gives, as they are (``lit_seq.data.loaders.batch_loader``): no batching or
+    conversion of its own (a dict of tensors passes ``default_convert`` as it is), no
+    workers."""
+    return (
+        isinstance(loader, DataLoader)
+        and isinstance(loader.dataset, TensorDictDataset | GroupedTensorDicts)
+        and loader.batch_size is None
+        and loader.collate_fn is default_convert
+        and loader.num_workers == 0
+        and not loader.pin_memory
+    )
 
 
 class DrawnTogether:
