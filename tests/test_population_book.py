@@ -13,6 +13,7 @@ import pytest
 
 from lit_seq import fit
 from lit_seq.fit.book import RunBook
+from lit_seq.fit.checkpoints import AtomicCheckpointIO
 from lit_seq.fit.signals import FitInterrupted
 from lit_seq.population.train import fit_population
 from tests.helpers import sigterm_once_file_exists
@@ -37,11 +38,21 @@ def test_a_member_saves_its_checkpoints_at_its_solo_runs_steps(tmp_path, monkeyp
         write(book, path)
 
     monkeypatch.setattr(RunBook, "_write", record)
+    # and both through the same writer: the solo fit's atomic one (temp file, fsync, rename)
+    atomic: dict[str, list[str]] = {}
+    save = AtomicCheckpointIO.save_checkpoint
+
+    def atomic_save(io, checkpoint, path, storage_options=None) -> None:
+        atomic.setdefault(Path(path).parent.parent.name, []).append(Path(path).name)
+        save(io, checkpoint, path, storage_options)
+
+    monkeypatch.setattr(AtomicCheckpointIO, "save_checkpoint", atomic_save)
     every = "--checkpoint_every=7"  # between the validations at 10 and 20
     fit_population([_args("echo/rnn.yaml", tmp_path / f"m{k}", k, every) for k in range(2)])
     for k in range(2):
         fit.cli_main(_args("echo/rnn.yaml", tmp_path / f"s{k}", k, every))
         assert written[f"m{k}"] == written[f"s{k}"]
+        assert atomic[f"m{k}"] == atomic[f"s{k}"] == [name for name, _ in written[f"s{k}"]]
     # every 7 steps, and at each validation (10, 20) its best (if better) and last
     assert {("last.ckpt", 7), ("last.ckpt", 10), ("last.ckpt", 14), ("last.ckpt", 20)} <= set(
         written["m0"]

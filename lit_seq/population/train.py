@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from lit_seq.fit.callbacks import Drawing, plot_attention, plot_confusion
+from lit_seq.fit.checkpoints import AtomicCheckpointIO
 from lit_seq.fit.cli import LitSeqCLI, build_cli, save_member_config
 from lit_seq.fit.run import Trained, print_header, record
 from lit_seq.fit.seeds import run_seed
@@ -82,11 +83,14 @@ def population_key(cli) -> dict:
 
 
 def _trainer(cli: LitSeqCLI, callbacks: list[L.Callback]) -> L.Trainer:
-    """The population's Trainer: its members' settings, no logger (the members log)."""
+    """The population's Trainer: its members' settings, no logger (the members log), and the
+    solo fit's checkpoint writer (:class:`AtomicCheckpointIO`: a kill never leaves half a
+    member checkpoint)."""
     settings = {k: cli.config.trainer.get(k) for k in TRAINER_KEYS}  # None too: a setting
     return L.Trainer(
         **settings,
         devices=1,
+        plugins=[AtomicCheckpointIO()],
         logger=False,
         enable_checkpointing=True,  # MembersKeeper is the one Checkpoint: no default one
         enable_progress_bar=False,
