@@ -106,7 +106,9 @@ class DropoutStream:
 
     def _site_words(self, site: int, device: torch.device) -> tuple[Tensor, Tensor]:
         """(a, b) of ``site``: an odd multiplier a, so that i -> i * a + b is one to one."""
-        chunk, row = divmod(site, _SITES)
+        # // and %, not divmod: in a process that had compiled other graphs first (the whole
+        # of tests/test_compile.py), Dynamo failed to trace divmod here; // and % trace
+        chunk, row = site // _SITES, site % _SITES
         while len(self.tables) <= chunk:
             start = len(self.tables) * _SITES
             sites = torch.arange(start, start + _SITES, dtype=torch.int32, device=device)
