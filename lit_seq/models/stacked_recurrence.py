@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .stacking import members_first, members_linear, recomputed_grads
 from .unrolled import check_unrollable
 
 
@@ -28,14 +29,6 @@ def _layer_weights(rnn: nn.RNNBase) -> list[Tensor]:
     return [getattr(rnn, f"{name}_l{layer}") for layer in range(rnn.num_layers) for name in names]
 
 
-def _product(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-    """(K, N, d_in) @ (K, d_out, d_in)^T (+ (K, d_out)) -> (K, N, d_out): every member's
-    ``F.linear`` in one batched product."""
-    if bias is None:
-        return torch.bmm(x, weight.transpose(1, 2))
-    return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
-
-
 def _recurrence(mode: str, bias: bool, x: Tensor, weights: list[Tensor]) -> Tensor:
     """(K, B, T, d_in) -> (K, B, T, hidden): ``unrolled`` of K members at once, ``weights``
     stacked (K, ...) in :func:`_layer_weights`' order; zero initial state."""
@@ -46,13 +39,13 @@ def _recurrence(mode: str, bias: bool, x: Tensor, weights: list[Tensor]) -> Tens
         b_ih, b_hh = biases if bias else (None, None)
         K, B, T, _ = out.shape
         # the input projection of every step at once; the state's, step by step
-        projected = _product(out.reshape(K, B * T, -1), w_ih, b_ih).view(K, B, T, -1)
+        projected = members_linear(out.reshape(K, B * T, -1), w_ih, b_ih).view(K, B, T, -1)
         hidden = w_hh.shape[-1]
         h = out.new_zeros(K, B, hidden)
         c = out.new_zeros(K, B, hidden) if mode == "LSTM" else None
         states = []
         for step in projected.unbind(2):  # (K, B, gates * hidden)
-            pre = step + _product(h, w_hh, b_hh)
+            pre = step + members_linear(h, w_hh, b_hh)
             if mode == "LSTM":
                 i, f, g, o = pre.chunk(4, dim=-1)  # torch's gate order
                 c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
@@ -83,24 +76,20 @@ class MembersRecurrence(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        saved = ctx.saved_tensors
-        needs = ctx.needs_input_grad[2:]
-        with torch.enable_grad():  # outside vmap: recompute, differentiate the recomputation
-            inputs = [t.detach().requires_grad_(need) for t, need in zip(saved, needs, strict=True)]
-            out = MembersRecurrence.forward(ctx.mode, ctx.bias, *inputs)
-            wanted = [t for t, need in zip(inputs, needs, strict=True) if need]
-            found = iter(torch.autograd.grad(out, wanted, grad))
-        return None, None, *(next(found) if need else None for need in needs)
+        def recurrence(x, *weights):
+            return MembersRecurrence.forward(ctx.mode, ctx.bias, x, *weights)
+
+        return (
+            None,
+            None,
+            *recomputed_grads(recurrence, ctx.saved_tensors, ctx.needs_input_grad[2:], grad),
+        )
 
     @staticmethod
     def vmap(info, in_dims, mode: str, bias: bool, x: Tensor, *weights: Tensor):
         members = info.batch_size
-
-        def members_first(t: Tensor, dim: int | None) -> Tensor:
-            return t.movedim(dim, 0) if dim is not None else t.expand(members, *t.shape)
-
-        x = members_first(x, in_dims[2])
-        stacked = [members_first(w, d) for w, d in zip(weights, in_dims[3:], strict=True)]
+        x = members_first(x, in_dims[2], members)
+        stacked = [members_first(w, d, members) for w, d in zip(weights, in_dims[3:], strict=True)]
         # on the unbatched tensors: autograd records these ops (and their backward) itself
         return _recurrence(mode, bias, x, stacked), 0
 

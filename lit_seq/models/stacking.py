@@ -39,6 +39,33 @@ def in_stacked_call() -> bool:
     return _STACKED
 
 
+def members_first(t: Tensor, dim: int | None, members: int) -> Tensor:
+    """A vmap rule's argument with its members on dim 0: moved there, or (one tensor for
+    all, ``dim`` None) expanded to ``members``."""
+    return t.movedim(dim, 0) if dim is not None else t.expand(members, *t.shape)
+
+
+def members_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """(K, N, d_in) @ (K, d_out, d_in)^T (+ (K, d_out)) -> (K, N, d_out): every member's
+    ``F.linear`` in one ``baddbmm`` (``bmm`` without a bias)."""
+    if bias is None:
+        return torch.bmm(x, weight.transpose(1, 2))
+    return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+
+
+def recomputed_grads(fn, saved: tuple, needs: tuple, grad: Tensor) -> tuple:
+    """The backward of these Functions outside vmap: ``fn(*saved)`` recomputed on detached
+    inputs and differentiated; one gradient per input, None where ``needs`` says none."""
+    with torch.enable_grad():
+        inputs = [
+            None if t is None else t.detach().requires_grad_(need)
+            for t, need in zip(saved, needs, strict=True)
+        ]
+        wanted = [t for t, need in zip(inputs, needs, strict=True) if need]
+        found = iter(torch.autograd.grad(fn(*inputs), wanted, grad))
+    return tuple(next(found) if need else None for need in needs)
+
+
 class MembersAsBatchAttention(torch.autograd.Function):
     """``F.scaled_dot_product_attention`` whose vmap rule folds the members into the batch.
 
@@ -62,34 +89,23 @@ class MembersAsBatchAttention(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        q, k, v, mask = ctx.saved_tensors
-        needs = ctx.needs_input_grad[:4]
-        with torch.enable_grad():
-            inputs = [
-                None if t is None else t.detach().requires_grad_(need)
-                for t, need in zip((q, k, v, mask), needs, strict=True)
-            ]
-            y = F.scaled_dot_product_attention(
-                *inputs[:3], attn_mask=inputs[3], is_causal=ctx.is_causal
-            )
-            wanted = [t for t, need in zip(inputs, needs, strict=True) if need]
-            found = iter(torch.autograd.grad(y, wanted, grad))
-        return *(next(found) if need else None for need in needs), None
+        def attention(q, k, v, mask):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=ctx.is_causal)
+
+        return *recomputed_grads(attention, ctx.saved_tensors, ctx.needs_input_grad[:4], grad), None
 
     @staticmethod
     def vmap(info, in_dims, q, k, v, mask, is_causal):
         members = info.batch_size
-
-        def members_first(t: Tensor, dim: int | None) -> Tensor:
-            return t.movedim(dim, 0) if dim is not None else t.expand(members, *t.shape)
-
-        q, k, v = (members_first(t, d) for t, d in zip((q, k, v), in_dims[:3], strict=True))
+        q, k, v = (
+            members_first(t, d, members) for t, d in zip((q, k, v), in_dims[:3], strict=True)
+        )
         batch = q.shape[1]
         folded = [t.reshape(members * batch, *t.shape[2:]) for t in (q, k, v)]
         # a mask with a batch dimension, the members' own or one for all, goes (K * B, ..);
         # one without ((T, S), (1, H, T, S)) broadcasts over the folded batch as it is
         if mask is not None and (in_dims[3] is not None or (mask.dim() == 4 and len(mask) > 1)):
-            mask = members_first(mask, in_dims[3])  # (K, [B|1, ..] T, S)
+            mask = members_first(mask, in_dims[3], members)  # (K, [B|1, ..] T, S)
             mask = mask.reshape(members, *[1] * (5 - mask.dim()), *mask.shape[1:])
             mask = mask.expand(members, batch, *mask.shape[2:])
             mask = mask.reshape(members * batch, *mask.shape[2:])
@@ -117,31 +133,17 @@ class MembersAsBatchLinear(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        saved, needs = ctx.saved_tensors, ctx.needs_input_grad
-        with torch.enable_grad():  # outside vmap: recompute, differentiate the recomputation
-            inputs = [
-                None if t is None else t.detach().requires_grad_(need)
-                for t, need in zip(saved, needs, strict=True)
-            ]
-            y = F.linear(*inputs)
-            wanted = [t for t, need in zip(inputs, needs, strict=True) if need]
-            found = iter(torch.autograd.grad(y, wanted, grad))
-        return tuple(next(found) if need else None for need in needs)
+        return recomputed_grads(F.linear, ctx.saved_tensors, ctx.needs_input_grad, grad)
 
     @staticmethod
     def vmap(info, in_dims, x: Tensor, weight: Tensor, bias: Tensor | None):
         members = info.batch_size
-
-        def members_first(t: Tensor, dim: int | None) -> Tensor:
-            return t.movedim(dim, 0) if dim is not None else t.expand(members, *t.shape)
-
-        x, weight = members_first(x, in_dims[0]), members_first(weight, in_dims[1])
-        flat = x.reshape(members, -1, x.shape[-1])  # (K, N, d_in)
-        if bias is None:
-            y = torch.bmm(flat, weight.transpose(1, 2))
-        else:
-            bias = members_first(bias, in_dims[2]).unsqueeze(1)  # (K, 1, d_out)
-            y = torch.baddbmm(bias, flat, weight.transpose(1, 2))
+        x, weight = (
+            members_first(x, in_dims[0], members),
+            members_first(weight, in_dims[1], members),
+        )
+        bias = None if bias is None else members_first(bias, in_dims[2], members)
+        y = members_linear(x.reshape(members, -1, x.shape[-1]), weight, bias)  # (K, N, d_out)
         return y.view(*x.shape[:-1], y.shape[-1]), 0
 
 
