@@ -28,7 +28,7 @@ def test_the_unchecked_dumps_equal_lightnings_checked_ones(config, tmp_path):
     for skip in (True, False):
         path = tmp_path / f"config_{skip}.yaml"
         cli.parser.save(
-            cli.config, str(path), skip_none=False, multifile=False, skip_validation=skip
+            cli.config, str(path), skip_unset=False, multifile=False, skip_validation=skip
         )
         texts.append(path.read_text())
     assert texts[0] == texts[1]

@@ -76,7 +76,7 @@ def save_member_config(cli: "LitSeqCLI", trainer: Trainer) -> None:
     # the text SaveConfigCallback writes; its check of the config again, which the parse
     # made, left out (a third of the time, K times over in a population)
     cli.parser.save(
-        cli.config, str(path), skip_none=False, overwrite=True, multifile=False,
+        cli.config, str(path), skip_unset=False, overwrite=True, multifile=False,
         skip_validation=True,
     )  # fmt: skip
     if cli.book.wandb is not None:
@@ -134,7 +134,7 @@ class LitSeqCLI(LightningCLI):
         if hasattr(self, "config_dump"):
             return
         text = self.parser.dump(
-            self.config, skip_link_targets=False, skip_none=False, format="yaml",
+            self.config, skip_link_targets=False, skip_unset=False, format="yaml",
             skip_validation=True,
         )  # fmt: skip
         self.config_dump = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
