@@ -122,7 +122,10 @@ class DropoutStream:
         probability 1 - p (p rounded to a multiple of 2**-16)."""
         a, b = self._site_words(self.sites, device)
         self.sites += 1
-        words = _counter(torch.Size(shape).numel(), device) * a
+        n = torch.Size(shape).numel()
+        # compiled: the arange is part of the graph (Dynamo would trace through the cache)
+        count = _counter.__wrapped__ if torch.compiler.is_compiling() else _counter
+        words = count(n, device) * a
         words += b
         # lowbias32's last xorshift only changes a word's low 16 bits, which a threshold
         # whose low 16 bits are 0 never reads: it is left out (a quarter of the work)
