@@ -206,9 +206,10 @@ def _assert_equal_runs(member, solo, member_dir: Path, solo_dir: Path, tol: floa
 )
 def test_a_member_trains_exactly_as_its_solo_run_in_float64(tmp_path, config):
     lrs = ["--model.init_args.lr=0.01", "--model.init_args.lr=0.003"]
-    # smaller evaluation sets (equal is equal at any size); signal's are 100 a class already
+    # smaller evaluation sets (equal is equal at any size): ~100 examples each; signal sets
+    # them per class (100 a class, three classes, at each of its test lengths)
     small = ["--data.init_args.n_val=100", "--data.init_args.n_test=100"]
-    small = [] if config.startswith("signal") else small
+    small = ["--data.init_args.n_eval_per_class=34"] if config.startswith("signal") else small
     members = [_args(config, tmp_path / f"m{k}", k, lrs[k], *small) for k in range(2)]
     outcomes = fit_population(members)
     for k, outcome in enumerate(outcomes):
