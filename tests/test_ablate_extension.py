@@ -233,14 +233,11 @@ def test_dry_run_lists_the_values_an_extension_may_add(tmp_path, capsys):
 
 @pytest.mark.integration
 def test_a_grid_extends_its_sweep_then_reports_at_the_winner_and_resumes_the_same(tmp_path):
-    """Two rates: the winner is at an end whichever it is, so one step is always added.
-    Two selection seeds (not three) keep it short: the choice over seeds is one code path
-    whatever their number."""
-    seeds = SEEDS[:2]
+    """Two rates: the winner is at an end whichever it is, so one step is always added."""
     grid = write_grid(
         tmp_path,
         "ext",
-        "seeds: [0]\nblocks:\n  - name: b\n    select: {axis: lr, seeds: [100, 101], "
+        "seeds: [0]\nblocks:\n  - name: b\n    select: {axis: lr, seeds: [100, 101, 102], "
         "extend: 1, sweep_reason: two rates keep the test fast}\n"
         "    axes: {task: [echo], arch: [rnn], lr: [0.0003, 0.003]}\n",
     )
@@ -249,17 +246,17 @@ def test_a_grid_extends_its_sweep_then_reports_at_the_winner_and_resumes_the_sam
     assert main(args) == 0
     records = read_records(out)
     added = [r for r in records.values() if r.select_extension]
-    assert len(added) == 2 and {r.seed for r in added} == set(seeds)
+    assert len(added) == 3 and {r.seed for r in added} == set(SEEDS)
     (value,) = {r.axes["lr"] for r in added}
     assert value in (3e-05, 0.03)  # below 3e-4 or above 3e-3, as the winner said
     assert all(r.ok and r.run_id == f"{GROUP}__lr={value}__seed={r.seed}" for r in added)
     candidates = [
         (r.axes["lr"], r.seed, r.ok, r.val_metrics.get("val/acc"))
         for r in records.values()
-        if r.seed in seeds
+        if r.seed in SEEDS
     ]
     values = [0.0003, 0.003, value]
-    winner = choose_value(candidates, values, seeds, "val/acc")
+    winner = choose_value(candidates, values, SEEDS, "val/acc")
     waited = records[f"{GROUP}__lr=selected__seed=0"]
     assert waited.ok and waited.axes["lr"] == winner and waited.select_from == values
     row = aggregate_table(runs_table(list(records.values()))).iloc[0]
