@@ -129,7 +129,7 @@ def test_a_full_disk_stops_a_grid_in_one_line_and_the_rerun_resumes(small_disk, 
 @pytest.mark.integration
 def test_two_drivers_started_at_once_give_one_grid_and_one_clear_in_use(tmp_path):
     grid = write_grid(
-        tmp_path, "twice", "seeds: [0, 1]\nblocks:\n- {axes: {task: [echo], arch: [rnn]}}\n"
+        tmp_path, "twice", "seeds: [0, 1, 2, 3]\nblocks:\n- {axes: {task: [echo], arch: [rnn]}}\n"
     )
     out = tmp_path / "out"
     command = [sys.executable, "-m", "lit_seq.ablate", str(grid), "--out", str(out)]
@@ -148,7 +148,7 @@ def test_two_drivers_started_at_once_give_one_grid_and_one_clear_in_use(tmp_path
     errors = [err for code, _, err in results if code == 2]
     assert codes == [0, 2], results
     assert errors[0].strip().endswith("is in use by another lit_seq.ablate"), errors
-    assert len(list((out / "records").glob("*.json"))) == 2
+    assert len(list((out / "records").glob("*.json"))) == 4
 
 
 @pytest.mark.integration
