@@ -130,3 +130,19 @@ def test_the_mixers_page_anchors_name_cells_of_its_grid():
     anchors = read_anchors(REPO / "docs/results/mixers_anchors.yaml", aggregate)
     assert len(anchors) == 8
     assert {a["anchor"].split(" et al.")[0] for a in anchors} == {"Arora", "Grazzi", "Merrill"}
+
+
+def test_the_budget_check_repeats_the_mixers_pages_recall_claims_on_its_own_cells():
+    """mixers_budget re-runs the mixers grid's recall cells past its budget: its anchors are
+    the mixers page's Zoology claims, word for word, and name cells of the budget grid."""
+    import yaml
+
+    from tests.helpers import REPO, report_cells
+
+    page = yaml.safe_load((REPO / "docs/results/mixers_anchors.yaml").read_text())
+    budget = yaml.safe_load((REPO / "docs/results/mixers_budget_anchors.yaml").read_text())
+    zoology = [a for a in page if a["anchor"].startswith("Arora")]
+    assert budget == zoology and len(budget) == 3
+    cells = report_cells("mixers_budget.yaml")
+    aggregate = pd.DataFrame({"cell": cells, "task": "t", "main_metric": "acc"})
+    assert len(read_anchors(REPO / "docs/results/mixers_budget_anchors.yaml", aggregate)) == 3

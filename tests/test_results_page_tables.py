@@ -71,6 +71,8 @@ def test_report_writes_the_tables_and_refuses_a_bad_file_before_writing(tmp_path
 TABLES_FILES = {
     "docs/results/matrix_tables.yaml": "matrix.yaml",
     "docs/results/pe_extrapolation_tables.yaml": "pe_extrapolation.yaml",
+    "docs/results/mixers_tables.yaml": "mixers.yaml",
+    "docs/results/mixers_budget_tables.yaml": "mixers_budget.yaml",
 }
 
 
