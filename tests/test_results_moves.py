@@ -68,3 +68,14 @@ def test_the_command_names_what_writes_a_missing_paper_csv(tmp_path, capsys):
     assert main([str(tmp_path), str(tmp_path / "nowhere")]) == 2
     err = capsys.readouterr().err
     assert "nowhere/paper.csv does not exist" in err and "--paper deletang2023" in err
+
+
+def test_a_row_whose_reported_seeds_have_not_run_yet_is_not_counted_as_moved():
+    # the new grid mid-run: selection runs give its max verdict, no reported seed has run
+    partial = NEW.copy()
+    partial.loc[partial.arch == "rnn", ["mean", "ci_low", "ci_high", "n"]] = [None, None, None, 0]
+    partial.loc[partial.arch == "rnn", "verdict_every_seed"] = None
+    moves = verdict_moves(OLD, partial)
+    assert moves.moved[0] == "verdict, verdict_every_seed not yet in new"
+    line = moves_markdown(moves).splitlines()[2]
+    assert line.endswith("|  | agree / not yet run | verdict, verdict_every_seed not yet in new |")

@@ -9,7 +9,8 @@ maximum over runs, in every seed), with ``moved`` naming the verdicts that chang
 issue 42's republish: the `chomsky` grid with our models (``docs/results/chomsky``) against
 the same grid with Delétang et al.'s (``docs/results/chomsky_faithful``), so a page can say
 which rows moved and which did not. A row only one side has is listed with the other side
-blank, so nothing drops out unseen.
+blank, so nothing drops out unseen; while the new grid runs, a verdict it has no run for yet
+(the every-seed one before its reported seeds) reads "not yet run" and is not counted as moved.
 
 Worked example: old even_pairs/rnn mean 52.9, verdict inconclusive; new mean 100.0,
 verdict agree -> one row, moved "verdict, verdict_every_seed" when both columns changed.
@@ -64,12 +65,22 @@ def verdict_moves(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
         sorted(range(len(joined)), key=lambda i: order[tuple(joined.loc[i, KEY])])
     ].reset_index(drop=True)
     lonely = {"left_only": "only in old", "right_only": "only in new"}
-    joined["moved"] = [
-        lonely.get(row["_merge"])
-        or ", ".join(v for v in VERDICTS if row[f"old_{v}"] != row[f"new_{v}"])
-        for _, row in joined.iterrows()
-    ]
+    joined["moved"] = [lonely.get(row["_merge"]) or _moved(row) for _, row in joined.iterrows()]
     return joined.drop(columns="_merge")
+
+
+def _moved(row: pd.Series) -> str:
+    """The verdicts both sides have and that differ; one only the old side has (the new grid
+    has not run the row's reported seeds yet) is named as such, not counted as moved."""
+    moved = []
+    for v in VERDICTS:
+        old, new = row[f"old_{v}"], row[f"new_{v}"]
+        if pd.isna(old) or pd.isna(new):
+            if pd.notna(old):
+                moved.append(f"{v} not yet in new")
+        elif old != new:
+            moved.append(v)
+    return ", ".join(moved)
 
 
 def _side(row: pd.Series, side: str) -> str:
@@ -81,14 +92,22 @@ def _side(row: pd.Series, side: str) -> str:
     return f"{interval}, {row[f'{side}_solved_seeds']:.0f}/{row[f'{side}_n']:.0f} solve"
 
 
+def _verdicts(row: pd.Series, side: str) -> str:
+    """ "agree / disagree"; blank for a side without the row, "not yet run" for a verdict the
+    side lacks (the every-seed one before any reported seed ran)."""
+    values = [row[f"{side}_{v}"] for v in VERDICTS]
+    if all(pd.isna(v) for v in values):
+        return ""
+    return " / ".join("not yet run" if pd.isna(v) else str(v) for v in values)
+
+
 def moves_markdown(moves: pd.DataFrame) -> str:
     """The table :func:`verdict_moves` returns, as Markdown."""
     header = ["task", "arch", "paper", "old: mean [95% CI], seeds solving", "old verdicts"]
     header += ["new: mean [95% CI], seeds solving", "new verdicts", "moved"]
     rows = []
     for _, row in moves.iterrows():
-        verdicts = {s: " / ".join(str(row[f"{s}_{v}"]) for v in VERDICTS) for s in ("old", "new")}
-        verdicts = {s: "" if "nan" in text else text for s, text in verdicts.items()}
+        verdicts = {s: _verdicts(row, s) for s in ("old", "new")}
         rows.append(
             [row["task"], row["arch"], row["paper"], _side(row, "old"), verdicts["old"]]
             + [_side(row, "new"), verdicts["new"], row["moved"]]
