@@ -132,17 +132,19 @@ def test_the_mixers_page_anchors_name_cells_of_its_grid():
     assert {a["anchor"].split(" et al.")[0] for a in anchors} == {"Arora", "Grazzi", "Merrill"}
 
 
-def test_the_budget_check_repeats_the_mixers_pages_recall_claims_on_its_own_cells():
-    """mixers_budget re-runs the mixers grid's recall cells past its budget: its anchors are
-    the mixers page's Zoology claims, word for word, and name cells of the budget grid."""
+def test_the_budget_checks_repeat_the_mixers_pages_recall_claims_on_their_own_cells():
+    """mixers_budget and mixers_recall_10k re-run the mixers grid's recall cells past its
+    budget: their anchors are the mixers page's Zoology claims, word for word (all three;
+    the first two at d16), and name cells of their own grids."""
     import yaml
 
     from tests.helpers import REPO, report_cells
 
     page = yaml.safe_load((REPO / "docs/results/mixers_anchors.yaml").read_text())
-    budget = yaml.safe_load((REPO / "docs/results/mixers_budget_anchors.yaml").read_text())
     zoology = [a for a in page if a["anchor"].startswith("Arora")]
-    assert budget == zoology and len(budget) == 3
-    cells = report_cells("mixers_budget.yaml")
-    aggregate = pd.DataFrame({"cell": cells, "task": "t", "main_metric": "acc"})
-    assert len(read_anchors(REPO / "docs/results/mixers_budget_anchors.yaml", aggregate)) == 3
+    for grid, claims in (("mixers_budget", zoology), ("mixers_recall_10k", zoology[:2])):
+        path = REPO / f"docs/results/{grid}_anchors.yaml"
+        assert yaml.safe_load(path.read_text()) == claims and claims
+        cells = report_cells(f"{grid}.yaml")
+        aggregate = pd.DataFrame({"cell": cells, "task": "t", "main_metric": "acc"})
+        assert len(read_anchors(path, aggregate)) == len(claims)

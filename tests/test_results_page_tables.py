@@ -73,6 +73,7 @@ TABLES_FILES = {
     "docs/results/pe_extrapolation_tables.yaml": "pe_extrapolation.yaml",
     "docs/results/mixers_tables.yaml": "mixers.yaml",
     "docs/results/mixers_budget_tables.yaml": "mixers_budget.yaml",
+    "docs/results/mixers_recall_10k_tables.yaml": "mixers_recall_10k.yaml",
 }
 
 
