@@ -74,6 +74,7 @@ TABLES_FILES = {
     "docs/results/mixers_tables.yaml": "mixers.yaml",
     "docs/results/mixers_budget_tables.yaml": "mixers_budget.yaml",
     "docs/results/mixers_recall_10k_tables.yaml": "mixers_recall_10k.yaml",
+    "docs/results/mixers_modular_6k_tables.yaml": "mixers_modular_6k.yaml",
 }
 
 
