@@ -93,8 +93,8 @@ def _side(row: pd.Series, side: str) -> str:
 
 
 def _verdicts(row: pd.Series, side: str) -> str:
-    """ "agree / disagree"; blank for a side without the row, "not yet run" for a verdict the
-    side lacks (the every-seed one before any reported seed ran)."""
+    """The side's verdicts as "agree / disagree"; blank for a side without the row, "not yet
+    run" for a verdict the side lacks (the every-seed one before any reported seed ran)."""
     values = [row[f"{side}_{v}"] for v in VERDICTS]
     if all(pd.isna(v) for v in values):
         return ""
