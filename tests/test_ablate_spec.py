@@ -144,11 +144,12 @@ def test_shipped_grid_sizes(shipped):
     # 46 cells (associative_recall 4 shapes x 5 archs, parity_check 6, 4 tasks x 5): 4 rates
     # on 3 selection seeds + the 10 reported seeds at the chosen one
     assert sizes["mixers"] == 46 * (4 * 3 + 10)
-    # its budget checks: recall 8 cells at 3,000 steps, 3 at 10,000, modular arithmetic 2
-    # at 6,000; 2 rates on 3 selection seeds + 3 reported seeds at the chosen one
+    # its budget checks: recall 8 cells at 3,000 steps (3 reported seeds), 3 at 10,000 and
+    # modular arithmetic 2 at 6,000 (10 reported seeds, so a paired comparison can reach
+    # q < 0.05); 2 rates on 3 selection seeds, then the reported seeds at the chosen one
     assert sizes["mixers_budget"] == 8 * (2 * 3 + 3)
-    assert sizes["mixers_recall_10k"] == 3 * (2 * 3 + 3)
-    assert sizes["mixers_modular_6k"] == 2 * (2 * 3 + 3)
+    assert sizes["mixers_recall_10k"] == 3 * (2 * 3 + 10)
+    assert sizes["mixers_modular_6k"] == 2 * (2 * 3 + 10)
 
 
 def test_the_cpu_string_grid_is_the_gpu_grids_recurrent_string_rows_at_seeds_0_to_2(shipped):
