@@ -99,6 +99,40 @@ def test_a_grid_resumes_in_another_checkout_from_its_records_alone(smoke, tmp_pa
 
 
 @pytest.mark.integration
+def test_a_grid_that_gained_seeds_resumes_in_its_folder_and_keeps_its_records(
+    smoke, tmp_path, capsys
+):
+    """More seeds on a finished grid: the new runs train, the folder's records stay as
+    they were, and the folder's grid files now describe the larger grid."""
+    out, _ = smoke
+    grown = tmp_path / "grown"
+    (grown / "records").mkdir(parents=True)
+    for name in ("grid.yaml", "fingerprint.json"):
+        (grown / name).write_bytes((out / name).read_bytes())
+    for name in record_files(out):
+        (grown / "records" / name).write_bytes((out / "records" / name).read_bytes())
+    more = tmp_path / "smoke.yaml"
+    more.write_text(SMOKE.read_text().replace("seeds: [0]", "seeds: [0, 1]"))
+    assert main([str(more), "--out", str(grown), "--dry-run"]) == 0
+    assert "out folder would grow by 3 run(s)" in capsys.readouterr().out
+    assert main([str(more), "--out", str(grown), "--workers", "1", "--wandb", "off"]) == 0
+    said = capsys.readouterr().out
+    assert "out folder grows by 3 run(s) the grid gained" in said
+    assert "its 3 earlier run(s) are unchanged" in said and "3 already done, 3 to run" in said
+    for name in record_files(out):  # untouched
+        assert (grown / "records" / name).read_bytes() == (out / "records" / name).read_bytes()
+    assert len(record_files(grown)) == 6
+    marker = json.loads((grown / "fingerprint.json").read_text())
+    assert marker["runs"] == 6 and len(marker["run_digests"]) == 6
+    assert "seed=1" in (grown / "grid.yaml").read_text()
+    # the grown folder resumes with the grown grid, and refuses the grid it grew from now
+    assert main([str(more), "--out", str(grown), "--workers", "1", "--wandb", "off"]) == 0
+    assert "6 already done, 0 to run" in capsys.readouterr().out
+    assert main([str(SMOKE), "--out", str(grown), "--wandb", "off"]) == 2
+    assert "is no longer in the grid" in capsys.readouterr().err
+
+
+@pytest.mark.integration
 def test_changed_grid_is_refused_before_training(smoke, tmp_path, capsys):
     out, _ = smoke
     changed = tmp_path / "smoke.yaml"

@@ -44,6 +44,46 @@ def test_editing_a_base_config_changes_the_runs_identity_and_the_resume_is_refus
         check_out_dir(out, "own", edited_runs)
 
 
+def test_only_a_grid_that_gained_runs_grows_a_folder(tmp_path):
+    # the growth rule: runs added, none dropped, none changed
+    grid = _grid_with_own_base(tmp_path, d_model=32)
+    out = tmp_path / "out"
+    spec, runs = load_grid(grid)
+    assert init_out_dir(out, spec, runs) == []  # a new folder gains nothing: it is made
+    grid.write_text(grid.read_text().replace("seeds: [0, 1]", "seeds: [0, 1, 2]"))
+    spec3, runs3 = load_grid(grid)
+    assert check_out_dir(out, "own", runs3)
+    assert init_out_dir(out, spec3, runs3) == ["b__seed=2"]
+    assert init_out_dir(out, spec3, runs3) == []  # grown once: the same grid now
+    assert set(json.loads((out / FINGERPRINT).read_text())["run_digests"]) == {
+        r.run_id for r in runs3
+    }
+    with pytest.raises(ValueError, match=r"b__seed=2 would compute something else or is no "):
+        check_out_dir(out, "own", runs)  # dropping a run is refused
+    edited = _grid_with_own_base(tmp_path, d_model=8)
+    edited.write_text(edited.read_text().replace("seeds: [0, 1]", "seeds: [0, 1, 2, 3]"))
+    _, edited_runs = load_grid(edited)
+    with pytest.raises(ValueError, match=r"b__seed=0, b__seed=1, b__seed=2 would compute"):
+        check_out_dir(out, "own", edited_runs)  # gaining a run does not excuse a change
+
+
+def test_adding_a_selection_seed_changes_the_selected_runs_and_is_refused(tmp_path):
+    # reported runs trained at the value chosen on seeds 100-102; more selection seeds could
+    # choose another, so those runs would compute something else
+    body = (
+        "seeds: [0]\nblocks:\n- name: b\n  axes: {task: [echo], arch: [rnn], lr: [0.001, 0.003, 0.01, 0.03]}"
+        "\n  select: {axis: lr, seeds: [100, 101, 102]}\n"
+    )
+    grid = write_grid(tmp_path, "sel", body)
+    out = tmp_path / "out"
+    spec, runs = load_grid(grid)
+    init_out_dir(out, spec, runs)
+    grid.write_text(grid.read_text().replace("101, 102]", "101, 102, 103]"))
+    _, more = load_grid(grid)
+    with pytest.raises(ValueError, match=r"b__task=echo__arch=rnn__lr=selected__seed=0 would"):
+        check_out_dir(out, "sel", more)
+
+
 def test_a_folder_from_before_run_digests_is_still_checked_by_its_fingerprint(tmp_path):
     spec, runs = load_grid(SMOKE)
     out = tmp_path / "out"

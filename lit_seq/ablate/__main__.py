@@ -29,7 +29,7 @@ from rich.console import Console
 
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.extension import describe, extend_sweeps, sweeps
-from lit_seq.ablate.folder import check_out_dir, init_out_dir, lock_out_dir
+from lit_seq.ablate.folder import added_runs, check_out_dir, init_out_dir, lock_out_dir
 from lit_seq.ablate.grid import load_grid
 from lit_seq.ablate.jobs import Executor, GridJob, RayOptions
 from lit_seq.ablate.local_pool import run_local
@@ -320,6 +320,19 @@ def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _say_growth(gained: list[str], grid: Plan, console: Console, verb: str) -> None:
+    """One line when the grid gained runs since its folder was made (``folder``'s growth
+    rule): how many, and that the runs the folder held are unchanged."""
+    if gained:
+        held = len(grid.runs) - len(gained)
+        console.print(
+            f"out folder {verb} by {len(gained)} run(s) the grid gained (e.g. {gained[0]}); "
+            f"its {held} earlier run(s) are unchanged and keep their records",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     quiet_libraries()
     parser = build_parser()
@@ -334,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         grid = plan(args)
         if args.dry_run:
             print_plan(grid.spec, grid.runs, grid.done, grid.out_dir, console)
+            _say_growth(added_runs(grid.out_dir, grid.runs), grid, console, "would grow")
             return 0
         # the lock first: a driver refused for a folder in use has changed nothing in it
         lock = lock_out_dir(grid.out_dir)
@@ -341,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lit_seq.ablate: error: {err}", file=sys.stderr)
         return 2
     try:
-        init_out_dir(grid.out_dir, grid.spec, grid.runs)
+        _say_growth(init_out_dir(grid.out_dir, grid.spec, grid.runs), grid, console, "grows")
         return run_grid(grid, args, console)
     except KeyboardInterrupt:
         console.print("interrupted: finished runs are saved; run the same command to resume")

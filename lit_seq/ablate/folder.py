@@ -11,9 +11,13 @@ Layout of an output folder (``results/<grid>`` by default)::
 Resume rule: a run whose record says ``ok`` is skipped; a failed or missing one runs again
 (its run folder is wiped first). A record is renamed into place only when complete, so a
 ``kill -9`` at any moment leaves each run either recorded once or not at all.
-Fingerprint rule: reusing a folder with a grid whose runs differ in any way (ids, arguments,
-seeds, adding a seed, and the contents of their base configs: each run's digest of its
-resolved configuration) is refused, naming those runs; use a new ``--out`` or delete it.
+Fingerprint rule: reusing a folder with a grid whose runs differ in any way (arguments,
+seeds, the contents of their base configs: each run's digest of its resolved configuration)
+or that dropped runs is refused, naming those runs; use a new ``--out`` or delete it.
+Growth rule: a grid that only gained runs (more seeds, a new cell), every run the folder
+holds unchanged, resumes there; ``grid.yaml`` and ``fingerprint.json`` are rewritten to the
+larger grid and its records are kept. A selected run's digest names its selection seeds and
+candidates, so adding either changes the runs already trained at a choice and is refused.
 """
 
 from __future__ import annotations
@@ -47,24 +51,43 @@ def fingerprint(grid_name: str, runs: list[Run]) -> str:
     return hashlib.sha256(json.dumps(content).encode()).hexdigest()[:16]
 
 
+def _read_marker(marker: Path) -> dict:
+    """The folder's ``fingerprint.json``; BadGrid in one line if it cannot be read."""
+    try:
+        stored = read_json(marker)
+    except (OSError, json.JSONDecodeError):
+        stored = None
+    if not isinstance(stored, dict):
+        raise BadGrid(
+            f"{str(marker)!r} is unreadable (truncated by a full disk?), so the grid that made "
+            "this folder cannot be verified; use a new --out (the records stay here)"
+        )
+    return stored
+
+
 def _differing_runs(marker: Path, grid_name: str, runs: list[Run]) -> list[str]:
-    """Runs of this grid the folder does not hold as they are now (added, dropped, changed).
+    """Runs the folder holds that this grid dropped or computes otherwise (the runs it only
+    gained are not among them: see the growth rule).
 
     A folder records each run's digest (its resolved configuration: base config contents
     included); a folder made before digests existed is compared by its fingerprint.
     """
-    try:
-        stored = read_json(marker)
-        digests = stored.get("run_digests")
-    except (OSError, json.JSONDecodeError, AttributeError):
-        raise BadGrid(
-            f"{str(marker)!r} is unreadable (truncated by a full disk?), so the grid that made "
-            "this folder cannot be verified; use a new --out (the records stay here)"
-        ) from None
+    stored = _read_marker(marker)
+    digests = stored.get("run_digests")
     if digests is None:
         return [] if stored.get("fingerprint") == fingerprint(grid_name, runs) else ["its runs"]
     now = {r.run_id: r.digest for r in runs}
-    return [i for i in dict.fromkeys([*now, *digests]) if now.get(i) != digests.get(i)]
+    return [i for i in digests if now.get(i) != digests[i]]
+
+
+def added_runs(out_dir: Path, runs: list[Run]) -> list[str]:
+    """The ids of ``runs`` that the folder's grid did not have (none for a new folder or one
+    made before run digests existed, which resumes only its exact grid)."""
+    marker = Path(out_dir) / FINGERPRINT
+    if not marker.exists():
+        return []
+    digests = _read_marker(marker).get("run_digests")
+    return [] if digests is None else [r.run_id for r in runs if r.run_id not in digests]
 
 
 def check_out_dir(out_dir: Path, grid_name: str, runs: list[Run]) -> bool:
@@ -90,8 +113,9 @@ def check_out_dir(out_dir: Path, grid_name: str, runs: list[Run]) -> bool:
             )
             raise BadGrid(
                 f"out folder {str(out_dir)!r} was made by a different grid (or a different "
-                f"version of this one): {shown} would compute something else; use a new --out "
-                "or delete it"
+                f"version of this one): {shown} would compute something else or is no longer "
+                "in the grid; use a new --out or delete it (a grid that only gains runs "
+                "resumes in its folder)"
             )
         return True
     # what a driver killed while setting the folder up (or one setting it up right now)
@@ -107,8 +131,9 @@ def check_out_dir(out_dir: Path, grid_name: str, runs: list[Run]) -> bool:
     return False
 
 
-def init_out_dir(out_dir: Path, spec: dict, runs: list[Run]) -> None:
-    """Create the folder and write ``grid.yaml`` and ``fingerprint.json`` (once)."""
+def init_out_dir(out_dir: Path, spec: dict, runs: list[Run]) -> list[str]:
+    """Create the folder and write ``grid.yaml`` and ``fingerprint.json``: once, and again
+    when the grid gained runs (checked by :func:`check_out_dir` first); the ids gained."""
     out_dir = Path(out_dir)
     try:
         (out_dir / RECORDS).mkdir(parents=True, exist_ok=True)
@@ -116,8 +141,11 @@ def init_out_dir(out_dir: Path, spec: dict, runs: list[Run]) -> None:
         raise BadGrid(f"out folder {str(out_dir)!r} is not writable: {err.strerror}") from None
     for stale in (out_dir / RECORDS).glob(".*.tmp"):
         stale.unlink(missing_ok=True)  # half-written records of a killed writer
-    if (out_dir / FINGERPRINT).exists():
-        return
+    gained = added_runs(out_dir, runs)
+    if (out_dir / FINGERPRINT).exists() and not gained:
+        return []
+    # the grid file first: a kill between the two leaves the old fingerprint, and the same
+    # command grows the folder again
     listing = [{"run_id": r.run_id, "config": r.config, "args": list(r.overrides)} for r in runs]
     atomic_write_text(
         out_dir / GRID_FILE, yaml.safe_dump({**spec, "runs": listing}, sort_keys=False)
@@ -131,6 +159,7 @@ def init_out_dir(out_dir: Path, spec: dict, runs: list[Run]) -> None:
             "run_digests": {r.run_id: r.digest for r in runs},
         },
     )
+    return gained
 
 
 def lock_out_dir(out_dir: Path) -> UnixFileLock:
