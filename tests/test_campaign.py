@@ -99,6 +99,40 @@ def test_records_of_another_grid_version_are_refused_not_merged(tmp_path, capsys
     assert campaign_main(["import", str(tmp_path / "junk.tar.gz"), "--into", str(committed)]) == 2
 
 
+def _with_digests(folder: Path, digests: dict[str, str]) -> Path:
+    marker = {"fingerprint": "-".join(sorted(digests)), "run_digests": digests}
+    (folder / "fingerprint.json").write_text(json.dumps(marker))
+    (folder / "grid.yaml").write_text(f"name: g\nruns: {sorted(digests)}\n")
+    return folder
+
+
+def test_a_grid_that_only_gained_runs_merges_both_ways_and_the_larger_grid_stays(tmp_path):
+    # as the driver's growth rule: seed 2 added, seeds 0 and 1 unchanged
+    small = {"a__seed=0": "d0", "a__seed=1": "d1"}
+    large = {**small, "a__seed=2": "d2"}
+    device = _with_digests(
+        _grid_folder(tmp_path / "device", "", {"a__seed=1": "ok", "a__seed=2": "ok"}), large
+    )
+    committed = _with_digests(_grid_folder(tmp_path / "committed", "", {"a__seed=0": "ok"}), small)
+    merged = merge_grid(device, committed)
+    assert (merged.taken, merged.kept) == (2, 0)
+    assert sorted(read_records(committed)) == sorted(large)
+    assert json.loads((committed / "fingerprint.json").read_text())["run_digests"] == large
+    assert "a__seed=2" in (committed / "grid.yaml").read_text()
+
+    older = _with_digests(_grid_folder(tmp_path / "older", "", {"a__seed=0": "ok"}), small)
+    assert merge_grid(older, committed).kept == 1  # the smaller grid's records into the larger
+    assert json.loads((committed / "fingerprint.json").read_text())["run_digests"] == large
+
+    changed = _with_digests(
+        _grid_folder(tmp_path / "changed", "", {"a__seed=3": "ok"}),
+        {**large, "a__seed=0": "other", "a__seed=3": "d3"},
+    )
+    with pytest.raises(ArchiveError, match="not one that only gained runs"):
+        merge_grid(changed, committed)  # seed 0 computes something else there
+    assert "a__seed=3.json" not in {p.name for p in (committed / "records").iterdir()}
+
+
 def test_a_child_past_its_limit_is_stopped_and_its_streamed_output_is_on_disk(tmp_path):
     log = tmp_path / "child.log"
     child = "import time; print('first line', flush=True); time.sleep(60)"

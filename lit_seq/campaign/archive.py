@@ -13,7 +13,10 @@ what is done; an archive brought back into the committed folder after it
 (``python -m lit_seq.campaign import``). A record is taken where the target has none or
 only a failed one; an ``ok`` record already there is kept. Folders of two different grids
 (their ``fingerprint.json`` differ) are refused: a record of another grid version would
-be skipped as if it were this one's.
+be skipped as if it were this one's. As with the driver's growth rule
+(``lit_seq.ablate.folder``), one grid that only gained runs is not another grid: when one
+folder's runs include every run of the other with the same digest, they merge, and the
+target keeps (or takes) the larger grid's ``fingerprint.json`` and ``grid.yaml``.
 """
 
 from __future__ import annotations
@@ -58,26 +61,41 @@ def _ok(path: Path) -> bool | None:
         return None
 
 
-def _fingerprint(folder: Path) -> str | None:
+def _marker(folder: Path) -> dict | None:
+    """The folder's ``fingerprint.json`` (None when it has none)."""
     path = folder / FINGERPRINT
-    return json.loads(path.read_text()).get("fingerprint") if path.exists() else None
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _grown(smaller: dict, larger: dict) -> bool:
+    """Whether ``larger``'s grid is ``smaller``'s with runs added: each of ``smaller``'s run
+    digests is in ``larger`` unchanged (folders from before digests: never)."""
+    small, large = smaller.get("run_digests"), larger.get("run_digests")
+    if small is None or large is None:
+        return False
+    return all(large.get(run_id) == digest for run_id, digest in small.items())
 
 
 def merge_grid(source: Path, target: Path) -> Merged:
     """Merge the grid folder ``source`` into ``target`` (made if missing); see the module."""
     source, target = Path(source), Path(target)
-    theirs, ours = _fingerprint(source), _fingerprint(target)
+    theirs, ours = _marker(source), _marker(target)
     if theirs is None:
         if any((source / RECORDS).glob("*.json")):
             raise ArchiveError(f"{source} holds records but no {FINGERPRINT}")
         return Merged()
-    if ours is not None and ours != theirs:
-        raise ArchiveError(
-            f"{target} holds grid fingerprint {ours}, {source} {theirs}: different versions of "
-            "the grid; merge into a new folder, or delete the stale one"
-        )
+    take_files = ours is None
+    if ours is not None and ours.get("fingerprint") != theirs.get("fingerprint"):
+        if _grown(ours, theirs):
+            take_files = True  # the source's grid gained runs: the target grows with it
+        elif not _grown(theirs, ours):
+            raise ArchiveError(
+                f"{target} holds grid fingerprint {ours.get('fingerprint')}, {source} "
+                f"{theirs.get('fingerprint')}: different versions of the grid (not one that "
+                "only gained runs); merge into a new folder, or delete the stale one"
+            )
     (target / RECORDS).mkdir(parents=True, exist_ok=True)
-    if ours is None:
+    if take_files:
         for name in (FINGERPRINT, GRID_FILE):
             if (source / name).exists():
                 shutil.copy2(source / name, target / name)
