@@ -67,7 +67,7 @@ def test_only_a_grid_that_gained_runs_grows_a_folder(tmp_path):
         check_out_dir(out, "own", edited_runs)  # gaining a run does not excuse a change
 
 
-def test_adding_a_selection_seed_changes_the_selected_runs_and_is_refused(tmp_path):
+def test_adding_a_selection_seed_or_rate_changes_the_selected_runs_and_is_refused(tmp_path):
     # reported runs trained at the value chosen on seeds 100-102; more selection seeds could
     # choose another, so those runs would compute something else
     body = (
@@ -78,10 +78,15 @@ def test_adding_a_selection_seed_changes_the_selected_runs_and_is_refused(tmp_pa
     out = tmp_path / "out"
     spec, runs = load_grid(grid)
     init_out_dir(out, spec, runs)
-    grid.write_text(grid.read_text().replace("101, 102]", "101, 102, 103]"))
-    _, more = load_grid(grid)
-    with pytest.raises(ValueError, match=r"b__task=echo__arch=rnn__lr=selected__seed=0 would"):
-        check_out_dir(out, "sel", more)
+    text = grid.read_text()
+    grid.write_text(text.replace("101, 102]", "101, 102, 103]"))
+    _, more_seeds = load_grid(grid)
+    grid.write_text(text.replace("0.03]", "0.03, 0.1]"))  # a candidate rate added
+    _, more_rates = load_grid(grid)
+    for more in (more_seeds, more_rates):  # each adds runs, and each changes the waiting one
+        assert len(more) > len(runs)
+        with pytest.raises(ValueError, match=r"b__task=echo__arch=rnn__lr=selected__seed=0 woul"):
+            check_out_dir(out, "sel", more)
 
 
 def test_a_folder_from_before_run_digests_is_still_checked_by_its_fingerprint(tmp_path):
