@@ -79,6 +79,7 @@ PAGES = [
     "docs/findings.md",
     "docs/results/README.md",
     "docs/results/chomsky.md",
+    "docs/results/mixers.md",
     "docs/results/pe_extrapolation.md",
 ]
 
