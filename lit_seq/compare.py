@@ -11,7 +11,8 @@ Prints each shared seed's value in both cells and their difference (b - a), then
 difference with its 95% bootstrap interval, the exact sign-flip p-value and the verdict: a
 direction only when p < 0.05, else "no difference detected" (with too few shared seeds for
 any p below 0.05 it says how many it would take), and which value a ``select:`` block chose
-for each cell. Reads the records alone, as the report does; a ``select:`` block's cell
+for each cell. ``--metric fits_n`` compares the cells' success rates, seed by seed: 1 where
+a seed fits N (``test/<main>`` >= 0.99), else 0. Reads the records alone, as the report does; a ``select:`` block's cell
 stands for its selected runs.
 """
 
@@ -30,6 +31,7 @@ from lit_seq.results.compare import (
     find_cell,
     selection_notes,
 )
+from lit_seq.results.fits import metric_values
 from lit_seq.results.tables import aggregate_table, runs_table
 
 
@@ -47,7 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("b", help="cell b, likewise; the difference is b - a")
     parser.add_argument(
-        "--metric", default=None, help="metric to compare (default: test/<main metric>)"
+        "--metric",
+        default=None,
+        help="metric to compare (default: test/<main metric>); fits_n: 1 for a seed that fits "
+        "N (test/<main> >= 0.99), else 0, so b - a is the difference of the success rates",
     )
     return parser
 
@@ -64,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cells = list(aggregate["cell"])
         a, b = find_cell(cells, args.a), find_cell(cells, args.b)
-        cell_a, cell_b, values_a, values_b, diff = compare_cells(runs, aggregate, a, b, metric)
+        cell_a, cell_b, values_a, values_b, diff = compare_cells(
+            runs, aggregate, a, b, metric, values=metric_values
+        )
     except CellNotFound as err:
         print(f"lit_seq.compare: error: {err}", file=sys.stderr)
         return 2

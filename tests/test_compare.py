@@ -65,3 +65,29 @@ def test_words_that_match_no_cell_say_what_a_word_may_be(grid, capsys):
         "part). The cells:"
     )
     assert "  recurrent__arch=rnn" in err and len(err) == 6
+
+
+def test_fits_n_compares_the_cells_success_rates_seed_by_seed(tmp_path, capsys):
+    for arch, scores in {"transformer": [1.0, 1.0, 0.27], "mamba": [0.9, 0.95, 0.85]}.items():
+        for seed, acc in enumerate(scores):
+            cell = f"recall__arch={arch}"
+            write_record(
+                tmp_path,
+                RunRecord(
+                    run_id=f"{cell}__seed={seed}",
+                    block="recall",
+                    cell=cell,
+                    task="associative_recall",
+                    axes={"arch": arch},
+                    axis_order=["arch"],
+                    seed=seed,
+                    index=seed,
+                    main_metric="acc",
+                    status="ok",
+                    metrics={"test/acc": acc},
+                ),
+            )
+    assert main([str(tmp_path), "mamba", "transformer", "--metric", "fits_n"]) == 0
+    out = capsys.readouterr().out
+    assert "fits_n: b - a over 3 shared seeds" in out
+    assert "mean difference +0.6667" in out  # 2 of 3 seeds fit N against none

@@ -97,6 +97,9 @@ UNFIT = [
     {"id": "C4", "n": 10, "difference": 0.066, "ci_low": 0.010, "ci_high": 0.120, "q": 0.03,
      "verdict": "b is higher", "metric": "test/acc", "a": "sinusoidal", "b": "none",
      "fits_a": "8/10", "fits_b": "0/10"},
+    {"id": "C5", "n": 10, "difference": 0.8, "ci_low": 0.5, "ci_high": 1.0, "q": 0.0078,
+     "verdict": "b is higher", "metric": "fits_n", "a": "mamba", "b": "transformer",
+     "fits_a": "0/10", "fits_b": "8/10"},
 ]  # fmt: skip
 C3 = "[C3](comparisons.md#c3)"
 
@@ -109,6 +112,7 @@ C3 = "[C3](comparisons.md#c3)"
         (f"NoPE is higher past N ({C3}), though it does not fit N.", None),
         (f"NoPE, which fits N in no seed, is higher past N ({C3}).", None),
         ("NoPE is higher at N ([C4](comparisons.md#c4)).", None),  # at N: the fit itself
+        ("The transformer fits N more often ([C5](comparisons.md#c5)): higher.", None),  # fits_n
     ],
 )
 def test_a_direction_about_a_side_that_never_fits_n_must_say_so(tmp_path, body, problem):

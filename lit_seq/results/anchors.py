@@ -11,6 +11,10 @@ between two cells of the grid::
       metric: range_ood/acc
       expect: higher          # the claim says b scores higher than a
 
+``metric`` is a recorded metric, or ``fits_n``: each seed 1 where it fits N, else 0
+(:mod:`lit_seq.results.fits`), for a claim that one side solves the task where the other
+does not.
+
 Each claim becomes one more comparison of the report (``comparisons.md``, under the same BH
 adjustment as the grid's own pairs and the page's, so its row is cited like theirs), and
 ``anchors.md`` puts the claim beside that row with a verdict by the rules of the other pages

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lit_seq.results.fits import fits_nowhere
+from lit_seq.results.fits import FITS_N, fits_nowhere
 
 CITATION = re.compile(r"\[(C\d+)\]\(([^)#\s]*comparisons\.md)#c\d+\)")
 SIGNED = re.compile(r"(?<![\w.])([+\-−])(\d+\.\d+)")
@@ -162,8 +162,10 @@ def check_claim(claim: Claim, rows: list[pd.Series]) -> list[str]:
 
 
 def _past_n(row: pd.Series) -> bool:
-    """Whether ``row`` is scored past the training length (``test/acc`` is at N)."""
-    return not str(row.get("metric", "")).startswith(("test/", "val/"))
+    """Whether ``row`` is scored past the training length (``test/acc`` and ``fits_n``, the
+    success rate at N, are at N)."""
+    metric = str(row.get("metric", ""))
+    return metric != FITS_N and not metric.startswith(("test/", "val/"))
 
 
 def _unfit(row: pd.Series) -> str:

@@ -17,6 +17,8 @@ p below 0.05 (their least p is 0.25).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from lit_seq.results.stats import (
@@ -82,12 +84,19 @@ def seed_values(runs: pd.DataFrame, cell: str, metric: str) -> dict[int, float]:
 
 
 def compare_cells(
-    runs: pd.DataFrame, aggregate: pd.DataFrame, a: str, b: str, metric: str
+    runs: pd.DataFrame,
+    aggregate: pd.DataFrame,
+    a: str,
+    b: str,
+    metric: str,
+    values: Callable[[pd.DataFrame, str, str], dict[int, float]] = seed_values,
 ) -> tuple[str, str, dict[int, float], dict[int, float], PairedDifference]:
-    """(cell a, cell b, a's values, b's values, b - a over their shared seeds)."""
+    """(cell a, cell b, a's values, b's values, b - a over their shared seeds); ``values``
+    reads a cell's seed -> value (``lit_seq.results.fits.metric_values`` also knows
+    ``fits_n``)."""
     cells = list(aggregate["cell"])
     cell_a, cell_b = find_cell(cells, a), find_cell(cells, b)
-    values_a, values_b = seed_values(runs, cell_a, metric), seed_values(runs, cell_b, metric)
+    values_a, values_b = values(runs, cell_a, metric), values(runs, cell_b, metric)
     return cell_a, cell_b, values_a, values_b, paired_difference(values_a, values_b)
 
 

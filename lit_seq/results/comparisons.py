@@ -26,8 +26,8 @@ import pandas as pd
 import yaml
 
 from lit_seq.results.best import score_column
-from lit_seq.results.compare import find_cell, seed_values
-from lit_seq.results.fits import FitRule, fits_n
+from lit_seq.results.compare import find_cell
+from lit_seq.results.fits import FitRule, fits_n, metric_values
 from lit_seq.results.markdown import markdown_table
 from lit_seq.results.stats import bh_q_values, paired_difference, verdict
 
@@ -139,8 +139,8 @@ def comparisons_table(
     mains = aggregate.set_index("cell")["main_metric"].fillna("acc")
     rows = []
     for pair in pairs:
-        a = seed_values(runs, pair["cell_a"], pair["metric"])
-        b = seed_values(runs, pair["cell_b"], pair["metric"])
+        a = metric_values(runs, pair["cell_a"], pair["metric"], fit)
+        b = metric_values(runs, pair["cell_b"], pair["metric"], fit)
         diff = paired_difference(a, b)
         shared = diff.seeds
         flagged = [

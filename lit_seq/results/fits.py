@@ -11,6 +11,15 @@ training-length test set (``test/<main>``) at least 0.99, the success threshold 
 and pe_extrapolation pages read in their N columns; a grid beside Delétang et al. 2023 uses
 that page's rule, the best validation accuracy at N at least 0.9 (``lit_seq.results.paper``).
 Worked example: a cell whose seeds score ``test/acc`` 0.999, 0.995, 0.97 fits N in ``2/3``.
+
+Whether a seed fits N is also a metric a comparison can be made on, ``fits_n``
+(:func:`metric_values`): 1 for a seed that fits N by the page's rule, 0 for one that does
+not. A claim about solving a task ("attention solves it where an SSM does not") is a claim
+about that success rate, which the mean of the score does not test when one side is bimodal:
+a cell whose seeds score 1.0, 1.0, 0.27 and one whose seeds score 0.85, 0.9, 0.8 have about
+the same mean, and fit N in 2/3 and 0/3. Paired by seed, b - a on ``fits_n`` is the
+difference of the two success rates, and its sign-flip p counts the seeds where exactly one
+side fits N (with 8 such seeds all one way, p = 2 / 2^8 = 0.0078).
 """
 
 from __future__ import annotations
@@ -36,6 +45,25 @@ class FitRule:
     def text(self) -> str:
         """``test/<main> >= 0.99``: the rule as a table title states it."""
         return f"{self.column('<main>')} >= {self.threshold:g}"
+
+
+FITS_N = "fits_n"  # the comparison metric: 1 where a seed fits N, else 0
+
+
+def metric_values(
+    runs: pd.DataFrame, cell: str, metric: str, rule: FitRule | None = None
+) -> dict[int, float]:
+    """seed -> ``metric`` of ``cell``'s ok runs, as :func:`seed_values` gives it; for
+    ``fits_n``, 1.0 where the seed fits N by ``rule`` (default :class:`FitRule`), read at
+    the cell's own main metric, else 0.0."""
+    if metric != FITS_N:
+        return seed_values(runs, cell, metric)
+    rule = rule or FitRule()
+    rows = runs[(runs["cell"] == cell) | (runs["select_group"] == cell)]
+    mains = rows["main_metric"].dropna()
+    main = str(mains.iloc[0]) if len(mains) and mains.iloc[0] else "acc"
+    values = seed_values(runs, cell, rule.column(main))
+    return {seed: float(value >= rule.threshold) for seed, value in values.items()}
 
 
 def fits_n(runs: pd.DataFrame, cell: str, main: str, rule: FitRule) -> str:
