@@ -12,8 +12,8 @@ difference with its 95% bootstrap interval, the exact sign-flip p-value and the 
 direction only when p < 0.05, else "no difference detected" (with too few shared seeds for
 any p below 0.05 it says how many it would take), and which value a ``select:`` block chose
 for each cell. ``--metric fits_n`` compares the cells' success rates, seed by seed: 1 where
-a seed fits N (``test/<main>`` >= 0.99), else 0. Reads the records alone, as the report does; a ``select:`` block's cell
-stands for its selected runs.
+a seed fits N (``test/<main>`` >= 0.99), else 0. Reads the records alone, as the report
+does; a ``select:`` block's cell stands for its selected runs.
 """
 
 import argparse

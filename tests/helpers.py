@@ -16,7 +16,7 @@ from lit_seq.ablate.grid import check_cells
 from lit_seq.ablate.spec import Run, expand, load_spec, parse_spec
 from lit_seq.fit import cli_main
 from lit_seq.models import BackboneOptions
-from lit_seq.record import FitResult
+from lit_seq.record import FitResult, RunRecord
 from lit_seq.systems import SequenceSystem
 from lit_seq.util.assets import CONFIG_DIR, GRID_DIR
 
@@ -89,6 +89,26 @@ def echo_rnn_runs(seeds: list[int] | None = None, tiny: bool = False) -> list[Ru
     if tiny:
         spec.update(yaml.safe_load(TINY_GRID))
     return check_cells(expand(parse_spec(spec)), "g")
+
+
+def arch_record(block: str, task: str, arch: str, seed: int, metrics: dict, index: int):
+    """The ok record of one seed of cell ``<block>__arch=<arch>`` (a one-axis cell, main
+    metric acc), as a grid writes it: for report and comparison tests without training."""
+    cell = f"{block}__arch={arch}"
+    return RunRecord(
+        run_id=f"{cell}__seed={seed}",
+        block=block,
+        cell=cell,
+        task=task,
+        arch=arch,
+        axes={"arch": arch},
+        axis_order=["arch"],
+        seed=seed,
+        main_metric="acc",
+        status="ok",
+        metrics=metrics,
+        index=index,
+    )
 
 
 def report_cells(grid: str) -> list[str]:

@@ -68,25 +68,12 @@ def test_words_that_match_no_cell_say_what_a_word_may_be(grid, capsys):
 
 
 def test_fits_n_compares_the_cells_success_rates_seed_by_seed(tmp_path, capsys):
+    from tests.helpers import arch_record
+
     for arch, scores in {"transformer": [1.0, 1.0, 0.27], "mamba": [0.9, 0.95, 0.85]}.items():
         for seed, acc in enumerate(scores):
-            cell = f"recall__arch={arch}"
-            write_record(
-                tmp_path,
-                RunRecord(
-                    run_id=f"{cell}__seed={seed}",
-                    block="recall",
-                    cell=cell,
-                    task="associative_recall",
-                    axes={"arch": arch},
-                    axis_order=["arch"],
-                    seed=seed,
-                    index=seed,
-                    main_metric="acc",
-                    status="ok",
-                    metrics={"test/acc": acc},
-                ),
-            )
+            record = arch_record("recall", "associative_recall", arch, seed, {"test/acc": acc}, 0)
+            write_record(tmp_path, record)
     assert main([str(tmp_path), "mamba", "transformer", "--metric", "fits_n"]) == 0
     out = capsys.readouterr().out
     assert "fits_n: b - a over 3 shared seeds" in out

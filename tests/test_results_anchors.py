@@ -172,6 +172,7 @@ def _bimodal_and_steady(tmp_path):
     in 2; the SSM learns most of it in every seed and solves it in none. Their means are
     about equal (0.854 and 0.859)."""
     from lit_seq.record import write_record
+    from tests.helpers import arch_record
 
     scores = {
         "transformer": [1.0] * 8 + [0.27, 0.27],
@@ -179,20 +180,9 @@ def _bimodal_and_steady(tmp_path):
     }
     for index, (arch, values) in enumerate(scores.items()):
         for seed, score in enumerate(values):
-            cell = f"recall__arch={arch}"
-            record = RunRecord(
-                run_id=f"{cell}__seed={seed}",
-                block="recall",
-                cell=cell,
-                task="associative_recall",
-                arch=arch,
-                axes={"arch": arch},
-                axis_order=["arch"],
-                seed=seed,
-                main_metric="acc",
-                status="ok",
-                metrics={"test/acc": score},
-                index=10 * index + seed,
+            metrics = {"test/acc": score}
+            record = arch_record(
+                "recall", "associative_recall", arch, seed, metrics, 10 * index + seed
             )
             write_record(tmp_path, record)
     return tmp_path

@@ -68,26 +68,13 @@ def test_a_grid_compares_each_cell_with_its_axis_first_value_the_rest_held():
 def test_a_block_without_range_evaluation_is_compared_on_its_own_longest_scores():
     # the same task's other block has range_ood; this one (as matrix's spec7_recurrent) has
     # only a 2N test set: its pair is scored there, not on a column it lacks (n = 0)
+    from tests.helpers import arch_record
+
     records = []
     for arch, ood in (("rnn", 0.9), ("lstm", 0.8)):
         for seed in range(4):
-            cell = f"plain__task=echo__arch={arch}"
-            records.append(
-                RunRecord(
-                    run_id=f"{cell}__seed={seed}",
-                    block="plain",
-                    cell=cell,
-                    task="echo",
-                    arch=arch,
-                    axes={"arch": arch},
-                    axis_order=["arch"],
-                    seed=seed,
-                    main_metric="acc",
-                    status="ok",
-                    metrics={"test/acc": 1.0, "test_len20/acc_ood": ood - 0.01 * seed},
-                    index=100 + len(records),
-                )
-            )
+            metrics = {"test/acc": 1.0, "test_len20/acc_ood": ood - 0.01 * seed}
+            records.append(arch_record("plain", "echo", arch, seed, metrics, 100 + len(records)))
     base, _ = _tables()
     runs = pd.concat([base, runs_table(records)], ignore_index=True)
     aggregate = aggregate_table(runs)
