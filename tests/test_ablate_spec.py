@@ -148,7 +148,7 @@ def test_shipped_grid_sizes(shipped):
     # modular arithmetic 2 at 6,000 (10 reported seeds, so a paired comparison can reach
     # q < 0.05); 2 rates on 3 selection seeds, then the reported seeds at the chosen one
     assert sizes["mixers_budget"] == 8 * (2 * 3 + 3)
-    assert sizes["mixers_recall_10k"] == 3 * (2 * 3 + 10)
+    assert sizes["mixers_recall_10k"] == 3 * (2 * 3 + 10) + 10  # + recall_n32_wide, 1 cell
     assert sizes["mixers_modular_6k"] == 2 * (2 * 3 + 10)
 
 
