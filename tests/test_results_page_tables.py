@@ -35,6 +35,14 @@ def test_a_table_shows_each_named_cell_with_its_aggregate_numbers(tmp_path):
     assert nope.startswith("| NoPE | - | 0.625 [") and nope.endswith("| 6 | shipped |")
 
 
+def test_a_rate_the_grid_sets_is_named_as_set_not_as_shipped(tmp_path):
+    _, aggregate = _tables()
+    aggregate["lr"] = 0.01  # an lr axis with one value, no select: block
+    (tmp_path / "tables.yaml").write_text(TWO_CELLS)
+    text = tables_markdown(read_tables(tmp_path / "tables.yaml", aggregate), aggregate)
+    assert text.splitlines()[4].endswith("| 6 | 0.01 (set, not selected) |")
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [

@@ -31,10 +31,15 @@ EMPTY = "-"
 
 
 def _chosen(row: pd.Series) -> str:
-    """The rate a selecting cell chose ("lr=0.01 by mean ..." -> "0.01"), flagged at an end."""
+    """The rate a selecting cell chose ("lr=0.01 by mean ..." -> "0.01"), flagged at an end;
+    a rate the grid sets as an axis value, "0.01 (set, not selected)"; else "shipped"."""
     selected = row.get("selected")
     if not isinstance(selected, str) or not selected.startswith("lr="):
-        return "shipped"
+        try:
+            rate = float(row.get("lr"))
+        except (TypeError, ValueError):  # no lr axis, or one whose value is "selected"
+            return "shipped"
+        return f"{rate:g} (set, not selected)" if rate > 0 else "shipped"  # NaN: no value
     rate = selected.split()[0].removeprefix("lr=")
     edge = row.get("select_edge")
     return f"{rate} ({edge} of its sweep)" if isinstance(edge, str) and edge else rate
