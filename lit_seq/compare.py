@@ -69,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cells = list(aggregate["cell"])
         a, b = find_cell(cells, args.a), find_cell(cells, args.b)
+        mains = aggregate.set_index("cell")["main_metric"].fillna("acc")
         cell_a, cell_b, values_a, values_b, diff = compare_cells(
-            runs, aggregate, a, b, metric, values=metric_values
+            runs, aggregate, a, b, metric, values=lambda r, c, m: metric_values(r, c, m, mains[c])
         )
     except CellNotFound as err:
         print(f"lit_seq.compare: error: {err}", file=sys.stderr)

@@ -169,32 +169,26 @@ def test_the_budget_checks_repeat_the_mixers_pages_claims_on_their_own_cells():
         assert len(read_anchors(path, aggregate)) == len(claims)
 
 
-def _bimodal_and_steady(tmp_path):
-    """Zoology's shape at 10 seeds: attention solves recall in 8 seeds and stays on the floor
+def _bimodal_and_steady():
+    """The runs table of Zoology's shape at 10 seeds: attention solves recall in 8 seeds and stays on the floor
     in 2; the SSM learns most of it in every seed and solves it in none. Their means are
     about equal (0.854 and 0.859)."""
-    from lit_seq.record import write_record
     from tests.helpers import arch_record
 
     scores = {
         "transformer": [1.0] * 8 + [0.27, 0.27],
         "mamba": [0.86 + 0.01 * (s % 3 - 1) for s in range(10)],
     }
-    for index, (arch, values) in enumerate(scores.items()):
-        for seed, score in enumerate(values):
-            metrics = {"test/acc": score}
-            record = arch_record(
-                "recall", "associative_recall", arch, seed, metrics, 10 * index + seed
-            )
-            write_record(tmp_path, record)
-    return tmp_path
+    records = [
+        arch_record("recall", "associative_recall", arch, seed, {"test/acc": score}, 10 * i + seed)
+        for i, (arch, values) in enumerate(scores.items())
+        for seed, score in enumerate(values)
+    ]
+    return runs_table(records)
 
 
 def test_a_claim_about_solving_is_decided_on_fits_n_where_the_mean_cannot(tmp_path):
-    from lit_seq.record import read_records
-
-    grid = _bimodal_and_steady(tmp_path / "grid")
-    runs = runs_table(list(read_records(grid).values()))
+    runs = _bimodal_and_steady()
     aggregate = aggregate_table(runs)
     entries = [
         {**_anchor("mamba", "transformer", metric, "higher"), "claim": "attention solves it"}
@@ -213,13 +207,12 @@ def test_a_claim_about_solving_is_decided_on_fits_n_where_the_mean_cannot(tmp_pa
     assert (by_fit["fits_a"], by_fit["fits_b"]) == ("0/10", "8/10")
 
 
-def test_fits_n_is_read_at_the_pages_own_rule(tmp_path):
-    from lit_seq.record import read_records
+def test_fits_n_is_read_at_the_pages_own_rule():
     from lit_seq.results.fits import metric_values
 
-    runs = runs_table(list(read_records(_bimodal_and_steady(tmp_path)).values()))
+    runs = _bimodal_and_steady()
     assert set(metric_values(runs, "recall__arch=mamba", "fits_n").values()) == {0.0}
     lenient = FitRule(threshold=0.855)  # mamba: seeds at 0.85 fail it, 0.86 and 0.87 pass
-    values = metric_values(runs, "recall__arch=mamba", "fits_n", lenient)
+    values = metric_values(runs, "recall__arch=mamba", "fits_n", "acc", lenient)
     assert [values[s] for s in range(4)] == [0.0, 1.0, 1.0, 0.0]
     assert metric_values(runs, "recall__arch=mamba", "test/acc")[1] == pytest.approx(0.86)

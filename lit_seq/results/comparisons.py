@@ -139,8 +139,8 @@ def comparisons_table(
     mains = aggregate.set_index("cell")["main_metric"].fillna("acc")
     rows = []
     for pair in pairs:
-        a = metric_values(runs, pair["cell_a"], pair["metric"], fit)
-        b = metric_values(runs, pair["cell_b"], pair["metric"], fit)
+        a = metric_values(runs, pair["cell_a"], pair["metric"], mains[pair["cell_a"]], fit)
+        b = metric_values(runs, pair["cell_b"], pair["metric"], mains[pair["cell_b"]], fit)
         diff = paired_difference(a, b)
         shared = diff.seeds
         flagged = [

@@ -51,17 +51,14 @@ FITS_N = "fits_n"  # the comparison metric: 1 where a seed fits N, else 0
 
 
 def metric_values(
-    runs: pd.DataFrame, cell: str, metric: str, rule: FitRule | None = None
+    runs: pd.DataFrame, cell: str, metric: str, main: str = "acc", rule: FitRule | None = None
 ) -> dict[int, float]:
     """seed -> ``metric`` of ``cell``'s ok runs, as :func:`seed_values` gives it; for
-    ``fits_n``, 1.0 where the seed fits N by ``rule`` (default :class:`FitRule`), read at
-    the cell's own main metric, else 0.0."""
+    ``fits_n``, 1.0 where the seed fits N by ``rule`` (default :class:`FitRule`) read at the
+    cell's main metric ``main``, else 0.0."""
     if metric != FITS_N:
         return seed_values(runs, cell, metric)
     rule = rule or FitRule()
-    rows = runs[(runs["cell"] == cell) | (runs["select_group"] == cell)]
-    mains = rows["main_metric"].dropna()
-    main = str(mains.iloc[0]) if len(mains) and mains.iloc[0] else "acc"
     values = seed_values(runs, cell, rule.column(main))
     return {seed: float(value >= rule.threshold) for seed, value in values.items()}
 
