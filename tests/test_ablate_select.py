@@ -280,6 +280,9 @@ def test_a_grid_selects_on_its_selection_seeds_and_runs_its_seeds_at_the_winner(
     waited = records["b__task=echo__arch=rnn__lr=selected__seed=0"]
     assert waited.ok and waited.axes["lr"] == winner and waited.select_from == [0.00001, 0.03]
     assert f"--model.init_args.lr={winner}" in waited.overrides
+    # the selection runs and the run at the winner took turns on the grid's one worker
+    # process: its start-up (the Lightning import) is paid once a grid, not once a phase
+    assert len({r.worker for r in records.values()}) == 1
     row = aggregate_table(runs_table(list(records.values()))).iloc[0]
     assert row["n"] == 1 and row["seeds"] == "0"
     assert row["selected"].startswith(f"lr={winner} by mean val/acc on seeds 100 101 102")

@@ -20,8 +20,10 @@ Exit codes: 0 every run ok, 1 some run failed, 2 bad input (nothing trained or t
 """
 
 import argparse
+import contextlib
 import dataclasses
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,11 +34,11 @@ from lit_seq.ablate.extension import describe, extend_sweeps, sweeps
 from lit_seq.ablate.folder import added_runs, check_out_dir, init_out_dir, lock_out_dir
 from lit_seq.ablate.grid import load_grid
 from lit_seq.ablate.jobs import Executor, GridJob, RayOptions
-from lit_seq.ablate.local_pool import run_local
+from lit_seq.ablate.local_pool import local_executor
 from lit_seq.ablate.order import longest_first
 from lit_seq.ablate.packing import PACK_MODES
 from lit_seq.ablate.progress import GridProgress, wrap
-from lit_seq.ablate.ray_executor import ray_options, require_ray, run_ray
+from lit_seq.ablate.ray_executor import ray_executor, ray_options, require_ray
 from lit_seq.ablate.run_one import failed_record
 from lit_seq.ablate.select import resolve
 from lit_seq.ablate.spec import Run
@@ -47,7 +49,12 @@ from lit_seq.results.report import build_report
 from lit_seq.systems.compiled import COMPILE_CHOICES
 from lit_seq.util.runtime import disk_full, quiet_libraries
 
-EXECUTORS: dict[str, Executor] = {"local": run_local, "ray": run_ray}
+# an executor for the whole of one grid, entered once (the local one keeps its workers
+# between the grid's phases)
+EXECUTORS: dict[str, Callable[[GridJob], contextlib.AbstractContextManager[Executor]]] = {
+    "local": local_executor,
+    "ray": ray_executor,
+}
 
 
 def _positive(text: str) -> int:
@@ -268,8 +275,10 @@ def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
     job = GridJob(
         out_dir, spec["name"], plan.wandb_mode, args.workers, plan.ray, pack, threads=args.threads
     )
-    execute = EXECUTORS[args.executor]
-    with GridProgress(len(runs), len(runs) - len(todo), console, out_dir) as progress:
+    with (
+        EXECUTORS[args.executor](job) as execute,
+        GridProgress(len(runs), len(runs) - len(todo), console, out_dir) as progress,
+    ):
         execute(
             longest_first([r for r in todo if not r.select_from]),
             job,

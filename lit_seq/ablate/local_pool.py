@@ -8,6 +8,10 @@ member finishes. Each worker's torch uses ``job.threads`` threads (``--threads``
 derived from the worker count); with GPUs, worker i gets GPU i % n_gpus. A worker that dies
 (kill -9, out of memory) fails the runs it held that have no record yet and is replaced;
 the grid goes on.
+
+One grid keeps its workers across its phases (:func:`local_executor`: the selection runs,
+each step of a sweep's extension, then the runs at the chosen values), so a worker's
+start-up (the Lightning import, ~3.5 s here) is paid once a grid, not once a phase.
 """
 
 import contextlib
@@ -20,10 +24,11 @@ import threading
 import time
 import traceback
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 
-from lit_seq.ablate.jobs import GridJob, OnRecord, OnStart
+from lit_seq.ablate.jobs import Executor, GridJob, OnRecord, OnStart
 from lit_seq.ablate.packing import packs
 from lit_seq.ablate.run_one import failed_record, run_and_record, run_pack_and_record
 from lit_seq.ablate.spec import Run
@@ -32,6 +37,7 @@ from lit_seq.util.devices import accelerator_type, worker_gpu
 from lit_seq.util.runtime import (
     QUIET_OPENMP,
     disk_full,
+    exit_now,
     gpu_devices,
     quiet_libraries,
     use_threads,
@@ -88,10 +94,10 @@ def worker_main(spec: WorkerSpec) -> None:
     while True:
         try:
             runs = spec.conn.recv()
-        except (EOFError, OSError):
-            return
-        if runs is None:
-            return
+        except (EOFError, OSError):  # the driver is gone
+            exit_now(0)
+        if runs is None:  # the driver's "stop": every record sent is on disk
+            exit_now(0)
         try:
             if len(runs) == 1:
                 spec.conn.send(run_and_record(runs[0], spec.job, worker=name))
@@ -113,25 +119,32 @@ class _Slot:
 
 
 class LocalPool:
-    """Runs a list of runs on ``job.workers`` worker processes; see :func:`run_local`."""
+    """``job.workers`` worker processes that run what :meth:`run` is given, call after call,
+    until :meth:`close`; see :func:`local_executor`."""
 
-    def __init__(self, runs: list[list[Run]], job: GridJob, on_start: OnStart, on_record: OnRecord):
-        self.job, self.on_start, self.on_record = job, on_start, on_record
-        self.pending = deque(runs)  # what a worker takes at a time: a run, or a pack of runs
+    def __init__(self, job: GridJob):
+        self.job = job
         self.ctx = mp.get_context("spawn")
-        n = max(1, min(job.workers, len(runs)))
         self.devices = gpu_devices()
-        self.slots: list[_Slot | None] = [None] * n
+        self.slots: list[_Slot | None] = []
+        self.pending: deque[list[Run]] = deque()  # what a worker takes at a time: a run or a pack
+        self.on_start: OnStart = lambda run, worker: None
+        self.on_record: OnRecord = lambda record: None
         self.idle_deaths = 0  # in a row: reset by every record that comes back
 
     # -- the loop ---------------------------------------------------------------------------
 
-    def run(self) -> None:
-        """Start the workers, feed them until every run has a record, then stop them."""
+    def run(self, runs: list[list[Run]], on_start: OnStart, on_record: OnRecord) -> None:
+        """Feed ``runs`` to the workers (started as needed: at most ``job.workers``, at most
+        one a run) until every run has a record. Any exception (Ctrl-C) kills the workers."""
+        self.pending, self.on_start, self.on_record = deque(runs), on_start, on_record
         finished = False
         try:
-            for i in range(len(self.slots)):
-                self._start(i)
+            wanted = max(1, min(self.job.workers, len(runs)))
+            self.slots += [None] * (wanted - len(self.slots))
+            for i in range(wanted):
+                if self.slots[i] is None:
+                    self._start(i)
             while self.pending or any(s and s.runs for s in self.slots):
                 self._hand_out()
                 self._wait()
@@ -140,7 +153,13 @@ class LocalPool:
                         self._collect(i, slot)
             finished = True
         finally:
-            self._stop(graceful=finished)
+            if not finished:
+                self.close(graceful=False)
+
+    def close(self, graceful: bool = True) -> None:
+        """Stop every worker: ask idle ones to exit, kill the rest (all, if not graceful)."""
+        self._stop(graceful)
+        self.slots = []
 
     def _start(self, i: int) -> None:
         ours, theirs = self.ctx.Pipe()
@@ -235,13 +254,36 @@ class LocalPool:
             slot.conn.close()
 
 
-def run_local(runs: list[Run], job: GridJob, on_start: OnStart, on_record: OnRecord) -> None:
-    """Run ``runs`` on ``job.workers`` long-lived worker processes (the ``local`` executor),
-    the packs of ``job.pack`` (``lit_seq.ablate.packing``) each on one worker."""
-    if not runs:
-        return
-    units = packs(runs, job.pack, accelerator_type(bool(gpu_devices())))
+def _units(runs: list[Run], job: GridJob) -> list[list[Run]]:
+    """What a worker takes at a time: the packs of ``job.pack`` (``lit_seq.ablate.packing``),
+    a run alone where it packs with no other."""
+    return packs(runs, job.pack, accelerator_type(bool(gpu_devices())))
+
+
+@contextlib.contextmanager
+def local_executor(job: GridJob) -> Iterator[Executor]:
+    """The ``local`` executor of one grid: an :data:`~lit_seq.ablate.jobs.Executor` whose
+    calls (one a phase) share one :class:`LocalPool`, stopped when the block ends (killed,
+    if it ends by an exception)."""
     # the workers inherit this before their torch loads OpenMP (see lit_seq.util.runtime)
     for key, value in QUIET_OPENMP.items():
         os.environ.setdefault(key, value)
-    LocalPool(units, job, on_start, on_record).run()
+    pool = LocalPool(job)
+
+    def execute(runs: list[Run], job: GridJob, on_start: OnStart, on_record: OnRecord) -> None:
+        if runs:
+            pool.run(_units(runs, job), on_start, on_record)
+
+    try:
+        yield execute
+    except BaseException:
+        pool.close(graceful=False)
+        raise
+    pool.close()
+
+
+def run_local(runs: list[Run], job: GridJob, on_start: OnStart, on_record: OnRecord) -> None:
+    """Run ``runs`` on ``job.workers`` long-lived worker processes, the packs of ``job.pack``
+    each on one worker, then stop the workers: :func:`local_executor` for one call."""
+    with local_executor(job) as execute:
+        execute(runs, job, on_start, on_record)

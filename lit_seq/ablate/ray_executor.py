@@ -31,9 +31,10 @@ import contextlib
 import logging
 import math
 import os
+from collections.abc import Iterator
 
 from lit_seq.ablate.common import BadGrid
-from lit_seq.ablate.jobs import GridJob, OnRecord, OnStart, RayOptions
+from lit_seq.ablate.jobs import Executor, GridJob, OnRecord, OnStart, RayOptions
 from lit_seq.ablate.spec import Run
 from lit_seq.record import RunRecord, write_record
 from lit_seq.util.errors import error_line
@@ -329,3 +330,11 @@ def run_ray(
                 ray.kill(mailbox)
         if owned:
             ray.shutdown()
+
+
+@contextlib.contextmanager
+def ray_executor(job: GridJob) -> Iterator[Executor]:
+    """The ``ray`` executor of one grid: each call (a phase of the grid) is one
+    :func:`run_ray`, which joins Ray and leaves it again unless this process already had a
+    connection."""
+    yield run_ray

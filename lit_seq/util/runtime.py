@@ -5,10 +5,12 @@ two 2-thread torch processes on 2 shared cores run far slower than two 1-thread 
 OpenMP threads that spin while they wait make a busy machine crawl (measured 20x).
 """
 
+import atexit
 import contextlib
 import logging
 import os
 import shutil
+import sys
 import warnings
 from pathlib import Path
 
@@ -77,3 +79,17 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", message=".*is smaller than the logging interval")
     # a deprecation inside Lightning itself (its _pytree), nothing a user can change
     warnings.filterwarnings("ignore", message=".*isinstance\\(treespec, LeafSpec\\)")
+
+
+def exit_now(code: int) -> None:
+    """End this process with ``code`` after the atexit handlers (W&B's, multiprocessing's)
+    and a flush of stdout and stderr, skipping the interpreter's teardown of its modules: with
+    torch and Lightning loaded that teardown alone took 1.3 s (0.6 s for torch), measured
+    here on the 2-core CPU, which a grid paid for every worker at the end of every phase.
+    Only for a process whose own files are all closed (a grid worker between runs: each
+    record is written, flushed and closed before it is sent)."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # closed, or a pipe the reader has left
+            stream.flush()
+    os._exit(code)
