@@ -50,7 +50,7 @@ from lit_seq.record import FitResult
 from lit_seq.results.markdown import markdown_table
 from lit_seq.util.checks import BadInput
 from lit_seq.util.io import atomic_write_json
-from lit_seq.util.runtime import quiet_libraries
+from lit_seq.util.runtime import end_with, quiet_libraries
 
 CONFIG_FILE = "config.yaml"  # in a run folder: written by lit_seq.fit
 WHICH = ("scored", "best", "last")  # a run folder's checkpoint to load
@@ -283,4 +283,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    end_with(main)

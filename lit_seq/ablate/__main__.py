@@ -47,7 +47,7 @@ from lit_seq.fit.wandb_modes import DEFAULT_PROJECT, WANDB_MODES, resolve_wandb_
 from lit_seq.record import RunRecord, read_records, write_record
 from lit_seq.results.report import build_report
 from lit_seq.systems.compiled import COMPILE_CHOICES
-from lit_seq.util.runtime import disk_full, quiet_libraries
+from lit_seq.util.runtime import disk_full, end_with, quiet_libraries
 
 # an executor for the whole of one grid, entered once (the local one keeps its workers
 # between the grid's phases)
@@ -387,4 +387,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    end_with(main)

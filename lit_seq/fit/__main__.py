@@ -24,7 +24,7 @@ from lit_seq.fit.run import run
 from lit_seq.fit.signals import FitInterrupted
 from lit_seq.record import diverged_loss
 from lit_seq.util.checks import BadInput
-from lit_seq.util.runtime import disk_full, quiet_libraries
+from lit_seq.util.runtime import disk_full, end_with, quiet_libraries
 
 
 def main() -> None:
@@ -67,4 +67,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    end_with(main)
