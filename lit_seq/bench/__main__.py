@@ -50,7 +50,7 @@ from lit_seq.bench.common import device_name, log  # noqa: E402
 from lit_seq.util.assets import PACKAGE_DIR  # noqa: E402
 from lit_seq.util.cli import comma_choices  # noqa: E402
 from lit_seq.util.io import atomic_write_json  # noqa: E402
-from lit_seq.util.runtime import quiet_libraries
+from lit_seq.util.runtime import end_with, quiet_libraries  # noqa: E402
 
 # section -> (runner, the row fields its table shows)
 SECTIONS = {
@@ -261,4 +261,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    end_with(main)

@@ -21,6 +21,7 @@ import torch
 
 from lit_seq.ablate.run_one import GRID_FLAGS
 from lit_seq.bench.common import TINY_FIT, fit_args, log, output_tail, run_module
+from lit_seq.util.runtime import end_with
 
 TARGET_GROWTH = 0.10
 
@@ -122,4 +123,4 @@ def _main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1:])
+    end_with(lambda: _main(sys.argv[1:]))

@@ -99,8 +99,9 @@ def exit_now(code: int) -> None:
 def end_with(main: Callable[[], int | None]) -> None:
     """Run a command's ``main`` and end the process with its status through
     :func:`exit_now`: the ``__main__`` of the commands that load torch (fit, ablate,
-    evaluate). ``SystemExit`` sets the status as it would (``sys.exit("message")``: the
-    message on stderr, status 1); any other exception takes the interpreter's usual way out."""
+    evaluate, bench and its memory children). ``SystemExit`` sets the status as it would
+    (``sys.exit("message")``: the message on stderr, status 1); any other exception takes
+    the interpreter's usual way out."""
     try:
         status = main()
     except SystemExit as stop:
