@@ -280,10 +280,3 @@ def local_executor(job: GridJob) -> Iterator[Executor]:
         pool.close(graceful=False)
         raise
     pool.close()
-
-
-def run_local(runs: list[Run], job: GridJob, on_start: OnStart, on_record: OnRecord) -> None:
-    """Run ``runs`` on ``job.workers`` long-lived worker processes, the packs of ``job.pack``
-    each on one worker, then stop the workers: :func:`local_executor` for one call."""
-    with local_executor(job) as execute:
-        execute(runs, job, on_start, on_record)
