@@ -164,6 +164,31 @@ def test_a_dead_worker_is_retried_then_recorded_failed(ray_instance, tmp_path, m
     assert read_records(tmp_path / "out") == {record.run_id: record}
 
 
+@needs_ray
+def test_a_run_whose_start_the_mailbox_never_told_is_started_before_its_record(
+    ray_instance, tmp_path, monkeypatch
+):
+    # a busy machine: every read of the mailbox times out (what failed a CI run at load 7)
+    monkeypatch.setattr(ray_executor, "_take", lambda ray, mailbox: [])
+    events = []
+    job = GridJob(tmp_path / "out", "g", "off", ray=RayOptions())
+    run_ray(
+        echo_rnn_runs([0, 1], tiny=True),
+        job,
+        lambda run, worker: events.append(("start", run.run_id, worker)),
+        lambda record: events.append(("record", record.run_id, record.worker)),
+    )
+    records = read_records(tmp_path / "out")
+    assert len(events) == 4 and len(records) == 2
+    for run_id, record in records.items():
+        assert record.ok and record.worker.startswith("ray-")
+        start, done = (
+            events.index(("start", run_id, record.worker)),
+            events.index(("record", run_id, record.worker)),
+        )
+        assert start < done
+
+
 def test_without_ray_the_driver_says_how_to_install_it(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if not installed
     out = tmp_path / "out"

@@ -208,21 +208,29 @@ def _records(ray, ref, unit: list[Run], job: GridJob) -> list[RunRecord]:
 def _collect(ray, pending: dict, job: GridJob, on_start: OnStart, on_record: OnRecord, mailbox):
     """Write and report each task's records as it finishes (a lost task: failed records).
 
-    ``pending``: each task's reference -> the runs it trains (one, or a population's)."""
+    ``pending``: each task's reference -> the runs it trains (one, or a population's). A run
+    whose start the mailbox has not told by the time its task ends (a busy machine: the
+    mailbox is read with a timeout) is reported started just before its record, with the
+    worker its record names, so every run is started before it is finished."""
     by_id = {run.run_id: run for unit in pending.values() for run in unit}
+    started: set[str] = set()
     try:
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
             for run_id, worker in _take(ray, mailbox):
-                if run_id in by_id:  # not a late message about a finished run
+                if run_id in by_id and run_id not in started:  # not late, not twice
+                    started.add(run_id)
                     on_start(by_id[run_id], worker)
             for ref in ready:
                 unit = pending.pop(ref)
-                for run in unit:
-                    del by_id[run.run_id]
                 for record in _records(ray, ref, unit, job):
+                    if record.run_id in by_id and record.run_id not in started:
+                        on_start(by_id[record.run_id], record.worker)
                     write_record(job.out_dir, record)  # the only write: on disk, then reported
                     on_record(record)
+                for run in unit:
+                    del by_id[run.run_id]
+                    started.discard(run.run_id)
     except BaseException:  # Ctrl-C above all
         for ref in pending:  # queued or running: their runs rerun on the next call
             ray.cancel(ref, force=True)
