@@ -2,7 +2,8 @@
 
 Shared by the grid's local workers and its Ray tasks, which must set threads the same way:
 two 2-thread torch processes on 2 shared cores run far slower than two 1-thread ones, and
-OpenMP threads that spin while they wait make a busy machine crawl (measured 20x).
+OpenMP threads that spin while they wait make a busy machine crawl (measured 20x). And how
+a process that loaded torch ends: :func:`exit_now`, :func:`end_with`.
 """
 
 import atexit
