@@ -31,7 +31,7 @@ from lit_seq.results.compare import (
     find_cell,
     selection_notes,
 )
-from lit_seq.results.fits import metric_values
+from lit_seq.results.fits import main_metrics, metric_values
 from lit_seq.results.tables import aggregate_table, runs_table
 
 
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cells = list(aggregate["cell"])
         a, b = find_cell(cells, args.a), find_cell(cells, args.b)
-        mains = aggregate.set_index("cell")["main_metric"].fillna("acc")
+        mains = main_metrics(aggregate)
         cell_a, cell_b, values_a, values_b, diff = compare_cells(
             runs, aggregate, a, b, metric, values=lambda r, c, m: metric_values(r, c, m, mains[c])
         )

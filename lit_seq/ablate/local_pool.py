@@ -128,8 +128,8 @@ class LocalPool:
         self.devices = gpu_devices()
         self.slots: list[_Slot | None] = []
         self.pending: deque[list[Run]] = deque()  # what a worker takes at a time: a run or a pack
-        self.on_start: OnStart = lambda run, worker: None
-        self.on_record: OnRecord = lambda record: None
+        self.on_start: OnStart  # the current call's callbacks: set by run()
+        self.on_record: OnRecord
         self.idle_deaths = 0  # in a row: reset by every record that comes back
 
     # -- the loop ---------------------------------------------------------------------------

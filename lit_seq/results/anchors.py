@@ -42,7 +42,7 @@ import pandas as pd
 import yaml
 
 from lit_seq.results.comparisons import page_pair
-from lit_seq.results.fits import FitRule, fits_everywhere, fits_nowhere
+from lit_seq.results.fits import FitRule, fits_everywhere, fits_nowhere, main_metrics
 from lit_seq.results.markdown import markdown_table
 
 ANCHOR_KEYS = ("anchor", "setting", "claim", "a", "b", "metric", "expect")
@@ -97,7 +97,7 @@ def anchors_table(
     """One row per claim: its text, the comparison row that tests it (matched by cells and
     metric), its difference, q, fits and the verdict of :func:`anchor_verdict` (the fit
     metric from cell a's main metric in ``aggregate``)."""
-    mains = aggregate.set_index("cell")["main_metric"].fillna("acc")
+    mains = main_metrics(aggregate)
     rows = []
     for anchor in anchors:
         match = comparisons[

@@ -27,7 +27,7 @@ import yaml
 
 from lit_seq.results.best import score_column
 from lit_seq.results.compare import find_cell
-from lit_seq.results.fits import FitRule, fits_n, metric_values
+from lit_seq.results.fits import FitRule, fits_n, main_metrics, metric_values
 from lit_seq.results.markdown import markdown_table
 from lit_seq.results.stats import bh_q_values, paired_difference, verdict
 
@@ -136,7 +136,7 @@ def comparisons_table(
     ``fit`` (default :class:`~lit_seq.results.fits.FitRule`: ``test/<main>`` >= 0.99)."""
     fit = fit or FitRule()
     edges = aggregate.set_index("cell")["select_edge"] if "select_edge" in aggregate else None
-    mains = aggregate.set_index("cell")["main_metric"].fillna("acc")
+    mains = main_metrics(aggregate)
     rows = []
     for pair in pairs:
         a = metric_values(runs, pair["cell_a"], pair["metric"], mains[pair["cell_a"]], fit)

@@ -50,6 +50,12 @@ class FitRule:
 FITS_N = "fits_n"  # the comparison metric: 1 where a seed fits N, else 0
 
 
+def main_metrics(aggregate: pd.DataFrame) -> pd.Series:
+    """Each cell's main metric (``acc`` where a record names none), indexed by cell: the
+    ``{main}`` a :class:`FitRule` and :func:`metric_values` fill in for that cell."""
+    return aggregate.set_index("cell")["main_metric"].fillna("acc")
+
+
 def metric_values(
     runs: pd.DataFrame, cell: str, metric: str, main: str = "acc", rule: FitRule | None = None
 ) -> dict[int, float]:

@@ -17,6 +17,7 @@ sits at an end of its sweep, and what its seeds' machines differ in when some ro
 (``machines differ``, :mod:`lit_seq.results.machines`); ``-`` leaves an entry empty.
 """
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -39,7 +40,7 @@ def _chosen(row: pd.Series) -> str:
             rate = float(row.get("lr"))
         except (TypeError, ValueError):  # no lr axis, or one whose value is "selected"
             return "shipped"
-        return f"{rate:g} (set, not selected)" if rate > 0 else "shipped"  # NaN: no value
+        return "shipped" if math.isnan(rate) else f"{rate:g} (set, not selected)"
     rate = selected.split()[0].removeprefix("lr=")
     edge = row.get("select_edge")
     return f"{rate} ({edge} of its sweep)" if isinstance(edge, str) and edge else rate

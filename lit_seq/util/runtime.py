@@ -89,7 +89,9 @@ def exit_now(code: int) -> None:
     of its modules: with torch and Lightning loaded that teardown alone took 1.3 s (0.6 s for
     torch), measured on the 2-core CPU, after the last line a command printed and at the end
     of every grid worker. Only for a process whose own files are all closed: a command after
-    its ``main`` returned, a grid worker between runs."""
+    its ``main`` returned, a grid worker between runs. The handlers run through
+    ``atexit._run_exitfuncs``, CPython's private hook that the interpreter's own exit calls
+    (atexit has no public way to run them early); ``os._exit`` then skips the rest."""
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # closed, or a pipe the reader has left
