@@ -32,7 +32,7 @@ from lit_seq.ablate.ray_executor import (
     run_ray,
 )
 from lit_seq.record import RunRecord, read_records
-from tests.helpers import SMOKE, driver, echo_rnn_runs
+from tests.helpers import SMOKE, driver, echo_rnn_runs, write_grid
 
 
 def needs_ray(test):
@@ -72,6 +72,7 @@ def test_smoke_grid_through_ray(ray_smoke):
     out, result = ray_smoke
     assert result.returncode == 0, result.stderr[-2000:]
     assert "ray: 3 tasks of 1 CPU, 0 GPU each" in result.stdout and "[3/3] ok" in result.stdout
+    assert result.stdout.count("ray: started a local instance with") == 1
     ids = [r.run_id for r in load_grid(SMOKE)[1]]
     assert sorted(p.name for p in (out / "records").iterdir()) == sorted(f"{i}.json" for i in ids)
     records = read_records(out)
@@ -110,6 +111,31 @@ def test_a_grid_resumes_across_executors(ray_smoke, ray_instance, tmp_path, monk
         assert list(pd.read_csv(out / "runs.csv").columns) == columns
         if executor == "ray":  # the worker that posted its start is the one that ran it
             assert starts[-1] == records[lost].worker
+
+
+SELECT_GRID = """seeds: [0]
+blocks:
+  - {name: b, axes: {task: [echo], arch: [rnn], lr: [0.01, 0.001]},
+     select: {axis: lr, seeds: [100, 101, 102], sweep_reason: "two rates: a small test"}}
+"""
+
+
+@needs_ray
+def test_a_select_grid_joins_ray_once_for_all_its_phases(ray_instance, tmp_path):
+    """The selection runs, then the seed at the chosen rate: two phases on one connection."""
+    address = ray_instance.get_runtime_context().gcs_address
+    grid = write_grid(tmp_path, "sel", SELECT_GRID)
+    flags = ["--wandb", "off", "--executor", "ray", "--ray-address", address]
+    result = driver(grid, "--out", tmp_path / "out", *flags, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.count(f"ray: joined the cluster at {address}") == 1
+    # one task a phase: the 6 selection runs as one population (--pack auto), then seed 0
+    assert "ray: 1 task of 1 CPU: 1 population of 6 runs" in result.stdout
+    assert "ray: 1 task of 1 CPU, 0 GPU each" in result.stdout
+    records = read_records(tmp_path / "out")
+    assert len(records) == 7 and {r.status for r in records.values()} == {"ok"}
+    [reported] = [r for r in records.values() if r.seed == 0]
+    assert reported.select_from == [0.01, 0.001] and reported.axes["lr"] in (0.01, 0.001)
 
 
 @needs_ray

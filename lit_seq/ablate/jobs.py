@@ -1,12 +1,14 @@
 """What every executor shares: the grid job, the per-run Ray options, the callback types.
 
-An executor (what ``local_pool.local_executor`` yields; ``ray_executor.run_ray``) has the
+An executor (what ``local_pool.local_executor`` and ``ray_executor.ray_executor`` yield;
+``ray_executor.run_ray``) has the
 signature of :data:`Executor`: it gets the runs still to do and a :class:`GridJob`, and
 must, for each run, call ``on_start`` when the run starts and ``on_record`` with its record
 once that record is on disk. It returns when every run has a record. A grid calls it once a
 phase (its selection runs, each step of a sweep's extension, the runs at the chosen values)
 inside the context its executor opens for the whole grid (``local_pool.local_executor``,
-whose workers serve every phase; ``ray_executor.ray_executor``).
+whose workers serve every phase; ``ray_executor.ray_executor``, whose one Ray connection
+does).
 """
 
 from collections.abc import Callable

@@ -7,6 +7,8 @@ and collects.
 
 Without an address (and no ``RAY_ADDRESS``) a local Ray instance is started for the grid and
 stopped after it; ``auto`` or ``host:port`` joins a running cluster (``ray start --head``).
+One connection serves every phase of a grid (its selection runs, each extension step, the
+runs at the chosen values): made when the first phase has runs, closed when the grid ends.
 A task trains one run with ``run_one.logged_run`` and *returns* its record; the driver writes
 it (``lit_seq.record.write_record``), so the records, and with them the tables and resume, live in the
 driver's ``--out`` even when the nodes share no filesystem. Run folders (checkpoints, W&B files)
@@ -145,15 +147,35 @@ def _train_pack(runs: list[Run], job: GridJob, threads: int, mailbox) -> list[Ru
 
 
 def _connect(ray, address: str | None) -> bool:
-    """Join ``address`` (or RAY_ADDRESS), else start a local instance; True if started here."""
+    """Join ``address`` (or RAY_ADDRESS), else start a local instance; True if started here.
+    Says which on the driver's console, once a grid."""
     address = address or os.environ.get("RAY_ADDRESS") or None
     # the runs write their own logs; the driver's console is for the progress lines
     common = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
     if address:
         ray.init(address=address, **common)
+        print(f"ray: joined the cluster at {address}", flush=True)
         return False
-    ray.init(address="local", num_cpus=cpu_count(), **common)  # not a cluster found lying around
+    cpus = cpu_count()
+    ray.init(address="local", num_cpus=cpus, **common)  # not a cluster found lying around
+    print(f"ray: started a local instance with {_count(cpus, 'CPU')}", flush=True)
     return True
+
+
+@contextlib.contextmanager
+def _connection(options: RayOptions) -> Iterator[tuple[object, bool]]:
+    """Ray, connected for the block, and whether its instance was started here (a local one,
+    where a task no node can take fails at once). Uses this process's connection if it has
+    one (tests), else makes one (:func:`_connect`) and closes it when the block ends."""
+    ray = require_ray()
+    if ray.is_initialized():
+        yield ray, False
+        return
+    local = _connect(ray, options.address)
+    try:
+        yield ray, local
+    finally:
+        ray.shutdown()
 
 
 def _check_fits(ray, num_cpus: float, num_gpus: float, local: bool, what: str = "a run") -> None:
@@ -303,19 +325,23 @@ def run_ray(
     ``job.pack`` cuts them into packs as the local executor does
     (``lit_seq.ablate.packing.packs``): a run alone is one task, a pack of several is one
     task that trains them as one population. Uses the Ray connection of this process if
-    there is one (tests), else makes its own and closes it at the end. Any exception in the
-    driver, Ctrl-C above all, cancels the queued and running tasks and propagates; the
-    records already written stay. ``task`` and ``pack_task`` replace :func:`_train` and
-    :func:`_train_pack` in tests (a worker that dies, a run that hangs).
+    there is one (tests), else makes its own for this call (a grid's phases share one:
+    :func:`ray_executor`). Any exception in the driver, Ctrl-C above all, cancels the queued
+    and running tasks and propagates; the records already written stay. ``task`` and
+    ``pack_task`` replace :func:`_train` and :func:`_train_pack` in tests (a worker that
+    dies, a run that hangs).
     """
-    from lit_seq.ablate.packing import packs  # population imports torch: see _records
-
     if not runs:
         return
-    ray = require_ray()
+    with _connection(job.ray or RayOptions()) as (ray, local):
+        _run(ray, local, runs, job, on_start, on_record, task, pack_task)
+
+
+def _run(ray, local: bool, runs, job: GridJob, on_start, on_record, task, pack_task) -> None:
+    """:func:`run_ray` on a connection already made (``local``: its instance started here)."""
+    from lit_seq.ablate.packing import packs  # population imports torch: see _records
+
     options = job.ray or RayOptions()
-    owned = not ray.is_initialized()
-    local = _connect(ray, options.address) if owned else False
     mailbox = None
     try:
         total = ray.cluster_resources()
@@ -336,13 +362,24 @@ def run_ray(
         if mailbox is not None:
             with contextlib.suppress(Exception):  # never hide why we are leaving
                 ray.kill(mailbox)
-        if owned:
-            ray.shutdown()
 
 
 @contextlib.contextmanager
 def ray_executor(job: GridJob) -> Iterator[Executor]:
-    """The ``ray`` executor of one grid: each call (a phase of the grid) is one
-    :func:`run_ray`, which joins Ray and leaves it again unless this process already had a
-    connection."""
-    yield run_ray
+    """The ``ray`` executor of one grid: each call (a phase of the grid) runs its runs as
+    :func:`run_ray` does, on one Ray connection for the whole grid, made by the first call
+    that has runs (a grid with nothing left to run never starts Ray) and closed when the
+    block ends. A local instance takes seconds to start (minutes on a loaded 2-core
+    machine): a select grid used to pay that once a phase."""
+    with contextlib.ExitStack() as stack:
+        connected: list[tuple[object, bool]] = []
+
+        def execute(runs: list[Run], job: GridJob, on_start: OnStart, on_record: OnRecord):
+            if not runs:
+                return
+            if not connected:
+                connected.append(stack.enter_context(_connection(job.ray or RayOptions())))
+            ray, local = connected[0]
+            _run(ray, local, runs, job, on_start, on_record, _train, _train_pack)
+
+        yield execute
