@@ -162,6 +162,11 @@ def _connect(ray, address: str | None) -> bool:
     return True
 
 
+def _options(job: GridJob) -> RayOptions:
+    """What each task asks for: the grid's flags and ``ray:`` section, else the defaults."""
+    return job.ray or RayOptions()
+
+
 @contextlib.contextmanager
 def _connection(options: RayOptions) -> Iterator[tuple[object, bool]]:
     """Ray, connected for the block, and whether its instance was started here (a local one,
@@ -292,7 +297,7 @@ def _header(units: list[list[Run]], options: RayOptions, run_gpus: float, total:
 def _submit(ray, units: list[list[Run]], job: GridJob, run_gpus: float, mailbox, task, pack_task):
     """Submit one task per unit (a run, or a pack as one population); their references ->
     their runs."""
-    options = job.ray or RayOptions()
+    options = _options(job)
     remotes: dict = {}
     pending = {}
     for unit in units:
@@ -333,7 +338,7 @@ def run_ray(
     """
     if not runs:
         return
-    with _connection(job.ray or RayOptions()) as (ray, local):
+    with _connection(_options(job)) as (ray, local):
         _run(ray, local, runs, job, on_start, on_record, task, pack_task)
 
 
@@ -341,7 +346,7 @@ def _run(ray, local: bool, runs, job: GridJob, on_start, on_record, task, pack_t
     """:func:`run_ray` on a connection already made (``local``: its instance started here)."""
     from lit_seq.ablate.packing import packs  # population imports torch: see _records
 
-    options = job.ray or RayOptions()
+    options = _options(job)
     mailbox = None
     try:
         total = ray.cluster_resources()
@@ -372,14 +377,15 @@ def ray_executor(job: GridJob) -> Iterator[Executor]:
     block ends. A local instance takes seconds to start (minutes on a loaded 2-core
     machine): a select grid used to pay that once a phase."""
     with contextlib.ExitStack() as stack:
-        connected: list[tuple[object, bool]] = []
+        connection: tuple[object, bool] | None = None
 
         def execute(runs: list[Run], job: GridJob, on_start: OnStart, on_record: OnRecord):
+            nonlocal connection
             if not runs:
                 return
-            if not connected:
-                connected.append(stack.enter_context(_connection(job.ray or RayOptions())))
-            ray, local = connected[0]
+            if connection is None:
+                connection = stack.enter_context(_connection(_options(job)))
+            ray, local = connection
             _run(ray, local, runs, job, on_start, on_record, _train, _train_pack)
 
         yield execute
