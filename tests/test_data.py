@@ -8,13 +8,22 @@ from lit_seq.systems import SYSTEMS
 
 # Delétang et al.'s tasks (tests/test_data_chomsky_tasks.py): one label, or a string
 # output of a length set by the input's, written after it
-CHOMSKY_CLASSIFICATION = ("even_pairs", "cycle_navigation")
+CHOMSKY_CLASSIFICATION = (
+    "even_pairs",
+    "cycle_navigation",
+    "modular_arithmetic_brackets",
+    "solve_equation",
+    "missing_duplicate_string",
+)
 CHOMSKY_OUTPUT_LENGTH = {
     "reverse_string": lambda n: n,
     "stack_manipulation": lambda n: n + 1,
     "duplicate_string": lambda n: 2 * n,
     "odds_first": lambda n: n,
     "binary_addition": lambda n: n + 1,
+    "binary_multiplication": lambda n: n,
+    "compute_sqrt": lambda n: (n + 1) // 2,
+    "bucket_sort": lambda n: n,
 }
 
 # Tiny but valid sizes per task; gen_factors stay at the default [2, 4].
@@ -93,9 +102,15 @@ def test_registry_lists_every_task_once():
         "cycle_navigation",
         "reverse_string",
         "stack_manipulation",
+        "modular_arithmetic_brackets",
+        "solve_equation",
         "duplicate_string",
         "odds_first",
         "binary_addition",
+        "missing_duplicate_string",
+        "binary_multiplication",
+        "compute_sqrt",
+        "bucket_sort",
     ]
     assert {cls.task_kind for cls in TASKS.values()} == set(SYSTEMS)
     assert all(issubclass(cls, SyntheticDataModule) for cls in TASKS.values())

@@ -45,7 +45,7 @@ def binary_addition_targets(tokens: Tensor) -> tuple[Tensor, Tensor]:
     return targets, t <= size
 
 
-def _numbers(n: int, length: int, generator: torch.Generator) -> Tensor:
+def drawn_operands(n: int, length: int, generator: torch.Generator) -> Tensor:
     """(n, length) inputs as Delétang samples them (see :class:`BinaryAdditionData`)."""
     positions = torch.arange(length)
     if length <= 2:
@@ -73,8 +73,8 @@ def trailing_zeros(words: Tensor) -> Tensor:
     return torch.where(words == 0, 32, exponent)
 
 
-def _sampled_numbers(n: int, length: int, rng: Random) -> Tensor:
-    """(n, length) inputs with the distribution of `_numbers`, without its redraws.
+def sampled_operands(n: int, length: int, rng: Random) -> Tensor:
+    """(n, length) inputs with the distribution of `drawn_operands`, without its redraws.
 
     A number uniform over 1..2^P - 1 has its top one bit at P - 1 - j with probability
     2^-j / (1 - 2^-P) (j = 0..P - 1), then uniform bits below it and zeros above: j is
@@ -141,12 +141,12 @@ class BinaryAdditionData(SyntheticDataModule):
         return length + 1  # the sum has at most `length` bits, then END
 
     def _generate(self, n: int, length: int, generator: torch.Generator) -> dict[str, Tensor]:
-        """The fixed splits: `_numbers`' redraws on the host (their digits as ever)."""
-        return self._examples(_numbers(n, length, generator))
+        """The fixed splits: `drawn_operands`' redraws on the host (their digits as ever)."""
+        return self._examples(drawn_operands(n, length, generator))
 
     def _sample(self, n: int, length: int, rng: Random) -> dict[str, Tensor]:
         """Fresh batches: the same distribution drawn on ``rng``'s device, no redraws."""
-        return self._examples(_sampled_numbers(n, length, rng))
+        return self._examples(sampled_operands(n, length, rng))
 
     def _examples(self, tokens: Tensor) -> dict[str, Tensor]:
         y, mask = binary_addition_targets(tokens)
