@@ -30,9 +30,15 @@ DELETANG_CONFIGS = sorted(DELETANG.glob("*/*.yaml"))
 PAPER_TASKS = {"parity_check", "modular_arithmetic", "even_pairs", "cycle_navigation"} | {
     "reverse_string",
     "stack_manipulation",
+    "modular_arithmetic_brackets",
+    "solve_equation",
     "duplicate_string",
     "odds_first",
     "binary_addition",
+    "missing_duplicate_string",
+    "binary_multiplication",
+    "compute_sqrt",
+    "bucket_sort",
 }
 # a paper-size config shrunk to seconds: width 16, one layer, batch 8, N = 8, test sets of 16
 # sequences at 8 and 16, and their score over 9..24 on 16 sequences a length in sub-batches

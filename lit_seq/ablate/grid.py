@@ -40,13 +40,24 @@ ADDED_MODEL_DEFAULTS = {"norm": "pre", "embed_scale": False, "forget_bias": 0.0}
 ADDED_MODEL_DEFAULTS |= {"nonlinearity": "tanh"}
 ADDED_MODEL_DEFAULTS |= {"input_embedding": True, "readout_relu": False}
 ADDED_MODEL_DEFAULTS |= {"d_state": 16, "eigenvalues": "positive"}  # the mixers' (issue 40)
+# Delétang et al.'s models, faithful to their code (issue 56)
+ADDED_MODEL_DEFAULTS |= {"init": "torch", "embedding_bias": True, "single_bias": False}
+ADDED_MODEL_DEFAULTS |= {"attention_bias": True, "inner_dropout": True, "ffn_activation": "gelu"}
+ADDED_MODEL_DEFAULTS |= {"pos_from_end": False, "sincos_layout": "interleaved"}
+ADDED_RANGE_DEFAULTS = {"dropout": False}  # range_eval's
 
 
 def _without_added_defaults(content: dict) -> dict:
-    """``content`` without the options of ``ADDED_DEFAULTS`` (top level) and
-    ``ADDED_MODEL_DEFAULTS`` (``model.init_args``) that are at those defaults."""
+    """``content`` without the options of ``ADDED_DEFAULTS`` (top level),
+    ``ADDED_MODEL_DEFAULTS`` (``model.init_args``) and ``ADDED_RANGE_DEFAULTS``
+    (``range_eval``) that are at those defaults."""
     init_args = (content.get("model") or {}).get("init_args") or {}
-    for section, added in [(content, ADDED_DEFAULTS), (init_args, ADDED_MODEL_DEFAULTS)]:
+    range_eval = content.get("range_eval") or {}
+    for section, added in [
+        (content, ADDED_DEFAULTS),
+        (init_args, ADDED_MODEL_DEFAULTS),
+        (range_eval, ADDED_RANGE_DEFAULTS),
+    ]:
         for key, default in added.items():
             if key in section and section[key] == default:
                 del section[key]

@@ -7,9 +7,10 @@ metric means in ``metrics.json``, and neither touches the loggers, the callbacks
 training record of the Trainer.
 
 The range evaluation scores every length ``step, 2 step, ...`` up to ``max_factor`` times
-the training length on new sequences of exactly that length (for seq2seq, a split of
-longest length L, as its test sets are), drawn from a stream of their own: the curve of
-accuracy against length that length-generalisation papers draw. A length whose input plus
+the training length (or up to ``max_length``, Delétang et al.'s 500) on new sequences of
+exactly that length (for seq2seq, a split of longest length L, as its test sets are),
+drawn from a stream of their own: the curve of accuracy against length that
+length-generalisation papers draw. A length whose input plus
 appended output positions (``output_length``, the transduction tasks') is longer than the
 model reads (its ``length_limit``: ``max_len`` for a learnable table or randomized
 positions, ``pos_range`` for randomized ones given it; the other encodings read any length)
@@ -54,21 +55,37 @@ class RangeEval:
             pass what the model reads (``max_len`` for a learnable table or randomized
             positions, ``pos_range`` for randomized ones given it; the other encodings read
             any length) is left out.
+        max_length: Longest length as a number of symbols, whatever the training length
+            (Delétang et al. 2023: 500); null (the default): ``max_factor`` decides. Give
+            one of the two. Lengths past what the model reads are left out as above.
         step: Distance between evaluated lengths (1: every length).
         n: Sequences per length.
         sub_batch: 0 (the default) pools the ``n`` sequences of a length; k > 0 scores
             each sub-batch of k on its own and averages them, as Delétang et al. 2023
             (64). Equal when every sequence has as many scored positions.
+        dropout: Score with the network's dropout on, as Delétang et al. 2023 score theirs
+            (haiku's dropout has no evaluation mode and their range evaluation hands it a
+            random key); the masks come from each length's own stream, the same in every
+            rerun. False (the default): in eval mode, no dropout.
     """
 
     max_factor: float = 0.0
+    max_length: int | None = None
     step: int = 1
     n: int = 200
     sub_batch: int = 0
+    dropout: bool = False
 
     def check(self) -> None:
         try:
             check_float("range_eval.max_factor", self.max_factor, 0.0)
+            if self.max_length is not None:
+                check_int("range_eval.max_length", self.max_length, 1)
+                if self.max_factor:
+                    raise ValueError(
+                        f"range_eval.max_length={self.max_length} and range_eval.max_factor="
+                        f"{self.max_factor}: give one of them (the longest length)"
+                    )
             check_int("range_eval.step", self.step, 1)
             check_int("range_eval.n", self.n, 1)
             check_int("range_eval.sub_batch", self.sub_batch, 0)
@@ -83,11 +100,15 @@ class RangeEval:
         output_length: Callable[[int], int] | None = None,
     ) -> list[int]:
         """The evaluated lengths: the multiples of ``step`` from ``shortest`` (the task's
-        shortest valid sequence) up to ``max_factor`` x ``train_length``, ascending, each
-        with its ``output_length`` appended positions within ``max_len`` (None: any)."""
-        if not self.max_factor:
+        shortest valid sequence) up to ``max_length`` or ``max_factor`` x ``train_length``,
+        ascending, each with its ``output_length`` appended positions within ``max_len``
+        (None: any)."""
+        if self.max_length is not None:
+            longest = self.max_length
+        elif self.max_factor:
+            longest = math.floor(self.max_factor * train_length)
+        else:
             return []
-        longest = math.floor(self.max_factor * train_length)
         first = -(-max(shortest, 1) // self.step) * self.step  # first multiple >= shortest
         appended = output_length or (lambda length: 0)
         lengths = range(first, longest + 1, self.step)
@@ -121,6 +142,7 @@ def length_curve(system, datamodule, config: RangeEval) -> dict[str, dict[str, f
             n=config.n,
             batch_size=datamodule.batch_size,
             sub_batch=config.sub_batch,
+            dropout=config.dropout,
         )
         for name, value in (values or {}).items():
             curve.setdefault(name, {})[str(length)] = round(value, 6)

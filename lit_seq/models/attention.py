@@ -162,9 +162,11 @@ class MultiHeadAttention(nn.Module):
         d_model: model width d; split evenly over the heads.
         n_heads: number of heads H; must divide d_model.
         dropout: dropout on the attention weights (training only).
+        bias: the query, key, value and output projections have a bias (False: none, as
+            Delétang et al. 2023's ``hk.Linear(with_bias=False)``).
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0) -> None:
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
         super().__init__()
         if d_model % n_heads != 0:
             divisors = [h for h in range(1, d_model + 1) if d_model % h == 0]
@@ -175,10 +177,10 @@ class MultiHeadAttention(nn.Module):
         self.d_model = d_model
         self.n_heads = n_heads
         self.dropout = dropout
-        self.q_proj = nn.Linear(d_model, d_model)
-        self.k_proj = nn.Linear(d_model, d_model)
-        self.v_proj = nn.Linear(d_model, d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
     def _split_heads(self, x: Tensor) -> Tensor:
         B, L, d = x.shape

@@ -19,10 +19,17 @@ from .recurrent import RecurrentBackbone
 from .stacking import MembersLinear
 
 
-def make_embedding(in_features: int, d_model: int, input_embedding: bool) -> nn.Module:
+def make_embedding(
+    in_features: int, d_model: int, input_embedding: bool, embedding_bias: bool = True
+) -> nn.Module:
     """The input map of a head: ``nn.Linear(in_features, d_model)`` (a population's members
-    in one product: ``MembersLinear``), or ``OneHotInput``."""
-    return MembersLinear(in_features, d_model) if input_embedding else OneHotInput(in_features)
+    in one product: ``MembersLinear``), with a bias or not (Delétang et al. 2023's embedding
+    has none), or ``OneHotInput``."""
+    if not input_embedding:
+        if not embedding_bias:
+            raise ValueError("embedding_bias=False needs input_embedding=True (an embedding)")
+        return OneHotInput(in_features)
+    return MembersLinear(in_features, d_model, bias=embedding_bias)
 
 
 def make_activation(readout_relu: bool) -> nn.Module:
@@ -57,6 +64,7 @@ class SequenceClassifier(nn.Module):
         input_embedding: False: the backbone reads the one-hot input (``OneHotInput``) and
             the "empty" token is the one-hot empty symbol.
         readout_relu: a ReLU on the backbone's output, before pooling and the output layer.
+        embedding_bias: the input embedding has a bias (False: none, Delétang's).
     """
 
     def __init__(
@@ -68,6 +76,7 @@ class SequenceClassifier(nn.Module):
         readout: str = "mean",
         input_embedding: bool = True,
         readout_relu: bool = False,
+        embedding_bias: bool = True,
     ) -> None:
         super().__init__()
         if readout == "cls" and _first_position_is_blind(backbone):
@@ -76,7 +85,7 @@ class SequenceClassifier(nn.Module):
                 f"but {type(backbone).__name__} (causal or forward-only) reads the [CLS] token "
                 f"before the data; use readout='last' or 'mean'"
             )
-        self.embed = make_embedding(in_features, d_model, input_embedding)
+        self.embed = make_embedding(in_features, d_model, input_embedding, embedding_bias)
         if input_embedding:
             self.readout = Readout(readout, d_model)
         else:
@@ -117,6 +126,7 @@ class PerStepHead(nn.Module):
         d_model: backbone width d.
         input_embedding: False: the backbone reads the one-hot input (``OneHotInput``).
         readout_relu: a ReLU on the backbone's output, before the output layer.
+        embedding_bias: the input embedding has a bias (False: none, Delétang's).
     """
 
     def __init__(
@@ -127,9 +137,10 @@ class PerStepHead(nn.Module):
         d_model: int,
         input_embedding: bool = True,
         readout_relu: bool = False,
+        embedding_bias: bool = True,
     ) -> None:
         super().__init__()
-        self.embed = make_embedding(in_features, d_model, input_embedding)
+        self.embed = make_embedding(in_features, d_model, input_embedding, embedding_bias)
         self.backbone = backbone
         self.act = make_activation(readout_relu)
         self.head = MembersLinear(d_model, out_features)
@@ -165,6 +176,7 @@ class AppendedOutputHead(nn.Module):
         input_embedding: False: the backbone reads the one-hot input (``OneHotInput``) and
             the empty token is the one-hot empty symbol, exactly their model's input.
         readout_relu: a ReLU on the backbone's output, before the output layer.
+        embedding_bias: the input embedding has a bias (False: none, Delétang's).
     """
 
     def __init__(
@@ -175,9 +187,10 @@ class AppendedOutputHead(nn.Module):
         d_model: int,
         input_embedding: bool = True,
         readout_relu: bool = False,
+        embedding_bias: bool = True,
     ) -> None:
         super().__init__()
-        self.embed = make_embedding(in_features, d_model, input_embedding)
+        self.embed = make_embedding(in_features, d_model, input_embedding, embedding_bias)
         if input_embedding:
             self.empty_token = nn.Parameter(torch.randn(1, 1, d_model) * 0.02)  # (1, 1, d)
         else:

@@ -36,8 +36,17 @@ class BackboneOptions:
         bidirectional: read the sequence both ways (rnn/lstm backbones only).
         norm: "pre" or "post" LayerNorm in the transformer's blocks (transformer only).
         embed_scale: scale the transformer's input by sqrt(d_model) (transformer only).
+        attention_bias: the attention projections have biases (transformer only).
+        inner_dropout: dropout also on the attention weights and inside the FFN (transformer
+            only).
+        ffn_activation: the FFN's nonlinearity, "gelu" or "relu" (transformer only).
+        pos_from_end: sinusoidal positions counted from the end, T .. 1 (transformer only).
+        sincos_layout: the sinusoidal table's "interleaved" or "concatenated" sines and
+            cosines (transformer only).
         forget_bias: added to the LSTM forget gate's bias at initialisation (lstm only).
         nonlinearity: the RNN's activation, "tanh" or "relu" (rnn only).
+        single_bias: one trained LSTM bias, ``bias_hh`` frozen holding the forget bias
+            (lstm only).
         d_state: state size N of each inner channel (mamba only).
         eigenvalues: the range of the transitions, "positive" (0, 1) or "signed" (-1, 1)
             (linear_rnn only).
@@ -54,8 +63,14 @@ class BackboneOptions:
     bidirectional: bool
     norm: str
     embed_scale: bool
+    attention_bias: bool
+    inner_dropout: bool
+    ffn_activation: str
+    pos_from_end: bool
+    sincos_layout: str
     forget_bias: float
     nonlinearity: str
+    single_bias: bool
     d_state: int
     eigenvalues: str
 

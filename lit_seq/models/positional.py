@@ -20,6 +20,12 @@ Sinusoidal table, PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(sam
 Worked example, d=4: the two frequencies are 1 and 1/100, so
 pos 0 -> [sin 0, cos 0, sin 0, cos 0] = [0, 1, 0, 1] and
 pos 1 -> [sin 1, cos 1, sin 0.01, cos 0.01] ~ [0.841, 0.540, 0.010, 1.000].
+
+Delétang et al. 2023's table (models/positional_encodings.py ``sinusoid_position_encoding``,
+``causal=True``) holds the same numbers in another layout and order: every sine, then every
+cosine (``sincos_layout="concatenated"``: pos 1 -> [sin 1, sin 0.01, cos 1, cos 0.01]), and
+position t of a length-T input is T - t, so the last token is always at 1 (``pos_from_end``:
+a length-3 input reads the rows of 3, 2, 1).
 """
 
 from __future__ import annotations
@@ -66,12 +72,24 @@ def _table_rows(x: Tensor, table: Tensor, offset: int, positions: Tensor | None)
     return table[positions]  # (T, d)
 
 
-def sinusoidal_rows(positions: Tensor, d_model: int) -> Tensor:
+SINCOS_LAYOUTS = ("interleaved", "concatenated")  # where a row's sines and cosines sit
+
+
+def sinusoidal_rows(positions: Tensor, d_model: int, layout: str = "interleaved") -> Tensor:
     """The sinusoidal vectors of ``positions`` (L,) -> (L, d), float32 on their device.
 
     A pure function of each position: the table's row p and a row computed later for p are
-    the same numbers (bit for bit), so a table can be extended on demand.
+    the same numbers (bit for bit), so a table can be extended on demand. ``layout``
+    "concatenated" is Delétang et al. 2023's table: the sines of every frequency, then the
+    cosines, computed as theirs in float64 (numpy's) and rounded to float32.
     """
+    if check_choice("sincos_layout", layout, SINCOS_LAYOUTS) == "concatenated":
+        inv_freq = 10000.0 ** -(  # their 1 / 10000^(2i/d), in float64
+            torch.arange(0, d_model, 2, device=positions.device, dtype=torch.float64) / d_model
+        )
+        angles = positions.to(torch.float64)[:, None] * inv_freq  # (L, ceil(d/2))
+        # odd d has one cosine column fewer, as the interleaved table
+        return torch.cat([angles.sin(), angles.cos()[:, : d_model // 2]], dim=1).float()
     inv_freq = torch.exp(  # 1 / 10000^(2i/d) for the even dimensions 2i
         torch.arange(0, d_model, 2, device=positions.device) * (-math.log(10000.0) / d_model)
     )
@@ -103,31 +121,46 @@ class SinusoidalPositionalEncoding(PositionalEncoding):
     Args:
         d_model: model width d.
         max_len: positions precomputed (a cache: longer inputs work, a little slower).
+        from_end: position t of a length-T input is T - t (T, T-1, ..., 1: Delétang et al.
+            2023's), not t; it reads a whole sequence (no ``offset``, no ``positions``).
+        layout: "interleaved" or "concatenated" (``SINCOS_LAYOUTS``, ``sinusoidal_rows``).
     """
 
-    def __init__(self, d_model: int, max_len: int = 512) -> None:
+    def __init__(
+        self, d_model: int, max_len: int = 512, from_end: bool = False, layout: str = "interleaved"
+    ) -> None:
         super().__init__()
         self.d_model = d_model
         self.max_len = max_len
+        self.from_end = from_end
+        self.layout = check_choice("sincos_layout", layout, SINCOS_LAYOUTS)
         # Not persistent: a pure function of the arguments, so it stays out of checkpoints
         # (and a checkpoint loads whatever max_len the model is built with).
         self.register_buffer(
-            "pe", sinusoidal_rows(torch.arange(max_len), d_model), persistent=False
+            "pe", sinusoidal_rows(torch.arange(max_len), d_model, layout), persistent=False
         )
 
     def forward(self, x: Tensor, offset: int = 0, *, positions: Tensor | None = None) -> Tensor:
-        """Add the vectors: (B, T, d) -> (B, T, d), positions ``offset`` .. ``offset + T - 1``.
+        """Add the vectors: (B, T, d) -> (B, T, d), positions ``offset`` .. ``offset + T - 1``
+        (``from_end``: T .. 1).
 
         A non-zero ``offset`` is for incremental decoding, where x holds only the newest
         positions of a longer sequence; ``positions`` (T,) long picks any rows instead.
         """
+        if self.from_end:
+            if offset or positions is not None:
+                raise ValueError("from_end positions count from a whole sequence's end: no offset")
+            T = x.shape[1]
+            if self.max_len > T:  # rows T .. 1 of the table, no host sync
+                return x + self.pe[1 : T + 1].flip(0).to(x.dtype)  # (T, d)
+            positions = torch.arange(T, 0, -1, device=x.device)  # (T,): past the table
         if positions is None:
             if offset + x.shape[1] <= self.max_len:
                 return x + self.pe[offset : offset + x.shape[1]].to(x.dtype)  # (T, d), a view
             positions = torch.arange(offset, offset + x.shape[1], device=x.device)
         if int(positions.max()) < self.max_len:
             return x + self.pe[positions].to(x.dtype)
-        return x + sinusoidal_rows(positions, self.d_model).to(x.dtype)  # past the table
+        return x + sinusoidal_rows(positions, self.d_model, self.layout).to(x.dtype)  # past it
 
 
 class LearnablePositionalEncoding(PositionalEncoding):
@@ -228,6 +261,8 @@ def build_positional(
     n_heads: int = 1,
     causal: bool = False,
     pos_range: int | None = None,
+    pos_from_end: bool = False,
+    sincos_layout: str = "interleaved",
 ) -> PositionalEncoding:
     """Return the positional encoding named by ``pos_mode`` (one of ``POS_MODES``), given
     the options it reads (:func:`encoding_reads`) of those offered here.
@@ -244,10 +279,16 @@ def build_positional(
         pos_range: randomized only: draw positions from [0, pos_range) instead of [0,
             max_len), a range that does not move with the data (>= max_len); no other
             encoding receives it.
+        pos_from_end: sinusoidal only: count the positions from the end (T, ..., 1).
+        sincos_layout: sinusoidal only: "interleaved" or "concatenated" (``SINCOS_LAYOUTS``).
+            The other encodings ignore both, as they ignore ``pos_range``: a config of
+            Delétang's table keeps them when a grid sweeps ``pos_mode`` (their other
+            encodings have no table).
 
     "none" gives ``NoPositionalEncoding()``, which leaves everything as is.
     """
     offered = dict(d_model=d_model, max_len=max_len, n_heads=n_heads, causal=causal)
     offered["pos_range"] = pos_range
     reads = encoding_reads(pos_mode)
+    offered.update(from_end=pos_from_end, layout=sincos_layout)
     return ENCODINGS[pos_mode](**{k: v for k, v in offered.items() if k in reads})

@@ -1,8 +1,8 @@
 """Recurrent backbones: ``nn.RNN`` (tanh or ReLU) or ``nn.LSTM``, one class, the cell a flag.
 
 ``RNNBackbone`` and ``LSTMBackbone`` are it with the cell fixed: each ``__init__`` names only
-the options its cell reads (``nonlinearity``, ``forget_bias``), which is how the builders
-and the option checks know what an arch reads (``models.options``).
+the options its cell reads (``nonlinearity``; ``forget_bias``, ``single_bias``), which is
+how the builders and the option checks know what an arch reads (``models.options``).
 
 The torch modules (not a Python loop over time) are used so that cuDNN's fused
 kernels run on GPU. Inside ``stacking.stacked_members()`` the same recurrence runs as a loop of
@@ -32,19 +32,23 @@ def make_rnn(
     input_size: int | None = None,
     forget_bias: float = 0.0,
     nonlinearity: str = "tanh",
+    single_bias: bool = False,
 ) -> nn.RNNBase:
     """Build a batch-first ``nn.RNN`` / ``nn.LSTM`` with hidden size ``d_model``.
 
     Dropout between layers only exists when there is more than one layer (torch
     warns otherwise), so it is dropped for ``n_layers == 1``. ``input_size`` (None:
     ``d_model``) is the width of the first layer's input. ``forget_bias`` is added to the
-    LSTM forget gate's bias of every layer at initialisation (see ``RecurrentBackbone``);
-    ``nonlinearity`` is the RNN's activation.
+    LSTM forget gate's bias of every layer at initialisation, or with ``single_bias`` held
+    by a frozen ``bias_hh`` (see ``RecurrentBackbone``); ``nonlinearity`` is the RNN's
+    activation.
     """
     check_choice("cell", cell, CELLS)
     check_choice("nonlinearity", nonlinearity, NONLINEARITIES)
     if forget_bias and cell != "lstm":
         raise ValueError(f"forget_bias={forget_bias!r} only applies to cell='lstm', not {cell!r}")
+    if single_bias and cell != "lstm":
+        raise ValueError(f"single_bias={single_bias!r} only applies to cell='lstm', not {cell!r}")
     if nonlinearity != "tanh" and cell != "rnn":
         raise ValueError(f"nonlinearity={nonlinearity!r} only applies to cell='rnn', not {cell!r}")
     kwargs = dict(
@@ -58,10 +62,15 @@ def make_rnn(
     if cell == "rnn":
         return nn.RNN(nonlinearity=nonlinearity, **kwargs)
     lstm = nn.LSTM(**kwargs)
+    lstm.forget_bias = forget_bias  # what an initialisation drawn again keeps (haiku_init)
+    forget = slice(d_model, 2 * d_model)  # gates i, f, g, o: f is the second quarter
     with torch.no_grad():
         for name, bias in lstm.named_parameters():
-            if name.startswith("bias_ih"):  # gates i, f, g, o: f is the second quarter
-                bias[d_model : 2 * d_model] += forget_bias
+            if single_bias and name.startswith("bias_hh"):  # a constant: the forget offset
+                bias.zero_()[forget] = forget_bias
+                bias.requires_grad_(False)
+            elif name.startswith("bias_ih") and not single_bias:
+                bias[forget] += forget_bias
     return lstm
 
 
@@ -83,9 +92,13 @@ class RecurrentBackbone(nn.Module):
             input without an embedding gives its width.
         forget_bias: lstm only: added to the forget gate's bias (``bias_ih``) at
             initialisation. Haiku's LSTM (Delétang et al. 2023) computes sigmoid(f + 1) with
-            its bias starting at 0: the same network and, under Adam without weight decay,
-            the same training (a constant shift of a parameter changes neither its gradient
-            nor its update), while torch's fused kernel stays in use.
+            its bias starting at 0: the same network at the start, but torch's LSTM trains
+            two biases (``bias_ih``, ``bias_hh``) where haiku's has one, so each gate's
+            effective bias moves twice as far per Adam step; ``single_bias`` trains one.
+        single_bias: lstm only: train ``bias_ih`` alone; ``bias_hh`` is frozen
+            (``requires_grad`` False), holding ``forget_bias`` on the forget gate and 0
+            elsewhere: haiku's one bias and its constant sigmoid(f + forget_bias), with
+            torch's fused kernel still in use. False: both biases trained (torch's LSTM).
         nonlinearity: rnn only: "tanh" or "relu", h_t = relu(W_ih x_t + b_ih + W_hh h_{t-1}
             + b_hh): haiku's VanillaRNN (Delétang et al. 2023).
     """
@@ -101,6 +114,7 @@ class RecurrentBackbone(nn.Module):
         input_size: int | None = None,
         forget_bias: float = 0.0,
         nonlinearity: str = "tanh",
+        single_bias: bool = False,
     ) -> None:
         super().__init__()
         if bidirectional and causal:
@@ -117,6 +131,7 @@ class RecurrentBackbone(nn.Module):
             input_size=input_size,
             forget_bias=forget_bias,
             nonlinearity=nonlinearity,
+            single_bias=single_bias,
         )
         self.proj = nn.Linear(2 * d_model, d_model) if bidirectional else nn.Identity()
 
@@ -183,6 +198,7 @@ class LSTMBackbone(RecurrentBackbone):
         causal: bool = False,
         input_size: int | None = None,
         forget_bias: float = 0.0,
+        single_bias: bool = False,
     ) -> None:
         super().__init__(
             d_model,
@@ -193,4 +209,5 @@ class LSTMBackbone(RecurrentBackbone):
             causal,
             input_size=input_size,
             forget_bias=forget_bias,
+            single_bias=single_bias,
         )

@@ -14,6 +14,12 @@ after the residual sum, as ``nn.TransformerEncoderLayer(norm_first=False)``:
 
 LayerNorm convention (no affine): [1, 2, 3, 4] has mean 2.5 and variance 1.25, so
 it normalises to [-1.342, -0.447, 0.447, 1.342].
+
+Delétang et al. 2023's encoder (models/transformer.py ``TransformerEncoder``) is the post-LN
+block with three more options: bias-free attention projections (``attention_bias=False``),
+a ReLU FFN (``ffn_activation="relu"``) and dropout at their three sites only, the input
+and each sub-layer's output (``inner_dropout=False``: none on the attention weights, none
+inside the FFN).
 """
 
 from __future__ import annotations
@@ -31,15 +37,18 @@ from .dropout import Dropout
 from .positional import build_positional
 
 NORMS = ("pre", "post")  # where an encoder block's LayerNorms sit
+FFN_ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}  # the FFN's nonlinearity
 
 
 class FeedForward(nn.Module):
-    """Position-wise MLP: Linear(d, d_ff) -> GELU -> Dropout -> Linear(d_ff, d)."""
+    """Position-wise MLP: Linear(d, d_ff) -> GELU (or ReLU) -> Dropout -> Linear(d_ff, d)."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
+    def __init__(
+        self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "gelu"
+    ) -> None:
         super().__init__()
         self.fc1 = nn.Linear(d_model, d_ff)
-        self.act = nn.GELU()
+        self.act = FFN_ACTIVATIONS[check_choice("ffn_activation", activation, FFN_ACTIVATIONS)]()
         self.drop = Dropout(dropout)
         self.fc2 = nn.Linear(d_ff, d_model)
 
@@ -59,6 +68,10 @@ class EncoderBlock(nn.Module):
         residual: keep the skip connections; False is the no-residual ablation
             (``x = Dropout(Attention(LN1(x)))``, ``x = Dropout(FFN(LN2(x)))``).
         norm: "pre" (LayerNorm before each sub-layer) or "post" (after each residual sum).
+        attention_bias: the query, key, value and output projections have a bias.
+        inner_dropout: dropout also on the attention weights and the FFN's hidden layer;
+            False: on each sub-layer's output alone.
+        ffn_activation: the FFN's nonlinearity, "gelu" or "relu".
     """
 
     def __init__(
@@ -69,14 +82,18 @@ class EncoderBlock(nn.Module):
         dropout: float = 0.1,
         residual: bool = True,
         norm: str = "pre",
+        attention_bias: bool = True,
+        inner_dropout: bool = True,
+        ffn_activation: str = "gelu",
     ) -> None:
         super().__init__()
         self.residual = residual
         self.post = check_choice("norm", norm, NORMS) == "post"
+        inner = dropout if inner_dropout else 0.0  # the attention weights', the FFN's hidden
         self.ln1 = nn.LayerNorm(d_model)
-        self.attn = MultiHeadAttention(d_model, n_heads, dropout)
+        self.attn = MultiHeadAttention(d_model, n_heads, inner, bias=attention_bias)
         self.ln2 = nn.LayerNorm(d_model)
-        self.ffn = FeedForward(d_model, d_ff, dropout)
+        self.ffn = FeedForward(d_model, d_ff, inner, activation=ffn_activation)
         self.drop = Dropout(dropout)
 
     def forward(
@@ -253,7 +270,7 @@ def block_stack(
     **options,
 ) -> nn.ModuleList:
     """``n_layers`` blocks of one kind, each built with the shared sizes (``d_ff`` None: 4 x
-    ``d_model``) and the kind's own ``options`` (an encoder block's ``norm``): the one stack
+    ``d_model``) and the kind's own ``options`` (an encoder block's ``norm``, ...): the one stack
     builder of the transformer encoder (``EncoderBlock``) and the seq2seq decoder
     (``DecoderBlock``)."""
     d_ff = 4 * d_model if d_ff is None else d_ff
@@ -288,6 +305,17 @@ class TransformerBackbone(nn.Module):
         norm: "pre" or "post" LayerNorm in every block (``NORMS``).
         embed_scale: multiply the input by sqrt(d_model) before the positions are added
             (Vaswani et al. 2017; Delétang et al. 2023's encoder).
+        attention_bias: the attention's query, key, value and output projections have a
+            bias (False: none, as Delétang et al. 2023's).
+        inner_dropout: dropout also on the attention weights and inside the FFN (False: on
+            the input and each sub-layer's output alone, Delétang et al. 2023's sites).
+        ffn_activation: the FFN's nonlinearity (``FFN_ACTIVATIONS``): "gelu" or "relu"
+            (Delétang et al. 2023's).
+        pos_from_end: sinusoidal only (the other encodings ignore it): position t of a
+            length-T input is T - t (T, T-1, ..., 1), as Delétang et al. 2023's table, not t.
+        sincos_layout: sinusoidal only (ignored by the others): "interleaved" (sin, cos of
+            each frequency side by side) or "concatenated" (every sine, then every cosine:
+            theirs).
     """
 
     arch = "transformer"  # its key in BACKBONES
@@ -306,16 +334,38 @@ class TransformerBackbone(nn.Module):
         pos_range: int | None = None,
         norm: str = "pre",
         embed_scale: bool = False,
+        attention_bias: bool = True,
+        inner_dropout: bool = True,
+        ffn_activation: str = "gelu",
+        pos_from_end: bool = False,
+        sincos_layout: str = "interleaved",
     ) -> None:
         super().__init__()
         self.causal = causal
         self.scale = math.sqrt(d_model) if embed_scale else 1.0
         self.pos = build_positional(
-            pos_mode, d_model, max_len, n_heads=n_heads, causal=causal, pos_range=pos_range
+            pos_mode,
+            d_model,
+            max_len,
+            n_heads=n_heads,
+            causal=causal,
+            pos_range=pos_range,
+            pos_from_end=pos_from_end,
+            sincos_layout=sincos_layout,
         )
         self.drop = Dropout(dropout)
         self.blocks = block_stack(
-            EncoderBlock, n_layers, d_model, n_heads, d_ff, dropout, residual, norm=norm
+            EncoderBlock,
+            n_layers,
+            d_model,
+            n_heads,
+            d_ff,
+            dropout,
+            residual,
+            norm=norm,
+            attention_bias=attention_bias,
+            inner_dropout=inner_dropout,
+            ffn_activation=ffn_activation,
         )
         self.ln_f = nn.Identity() if norm == "post" else nn.LayerNorm(d_model)
 

@@ -71,8 +71,12 @@ class PopulationSystem(L.LightningModule):
     ) -> None:
         super().__init__()
         self.members = nn.ModuleList(members)
-        self.stacked = nn.ParameterDict(
-            {stacked_name(n): nn.Parameter(t) for n, t in stack_weights(members).items()}
+        trained = {n: p.requires_grad for n, p in members[0].named_parameters()}
+        self.stacked = nn.ParameterDict(  # a frozen parameter (a constant) stays frozen
+            {
+                stacked_name(n): nn.Parameter(t, requires_grad=trained[n])
+                for n, t in stack_weights(members).items()
+            }
         )
         self.names = {stacked_name(n): n for n, _ in members[0].named_parameters()}
         self.clip_norm = clip_norm
@@ -204,7 +208,8 @@ class PopulationSystem(L.LightningModule):
     def configure_optimizers(self):
         total = int(self.trainer.estimated_stepping_batches) if self._trainer else 1
         hypers = [member_hyper(m, total) for m in self.members]
-        self._optimizer = PopulationAdam(list(self.stacked.values()), hypers, self.clip_norm)
+        trained = [p for p in self.stacked.values() if p.requires_grad]
+        self._optimizer = PopulationAdam(trained, hypers, self.clip_norm)
         return self._optimizer
 
     def _active_members(self) -> list[int]:

@@ -29,10 +29,17 @@ READ_BY = read_by()
 NOT_SEQ2SEQ = (
     "norm",
     "embed_scale",
+    "attention_bias",
+    "inner_dropout",
+    "ffn_activation",
+    "pos_from_end",
+    "sincos_layout",
     "forget_bias",
     "nonlinearity",
+    "single_bias",
     "input_embedding",
     "readout_relu",
+    "embedding_bias",
 )
 
 

@@ -30,7 +30,10 @@ from lit_seq.models import (
     position_limit,
 )
 from lit_seq.models.dropout import dropout_stream
+from lit_seq.models.haiku_init import INITS, haiku_init
 from lit_seq.models.one_hot import one_hot_width
+from lit_seq.models.positional import SINCOS_LAYOUTS
+from lit_seq.models.transformer import FFN_ACTIVATIONS
 from lit_seq.systems.arch_options import READ_BY, check_arch_options
 from lit_seq.systems.compiled import compile_loss, compiles, new_step
 from lit_seq.systems.divergence import DIVERGED_FACTOR, divergence  # noqa: F401 (re-exported)
@@ -49,6 +52,9 @@ Optimizer = Literal[tuple(OPTIMIZERS)]
 Schedule = Literal[SCHEDULES]
 Eigenvalues = Literal[EIGENVALUES]
 Nonlinearity = Literal[NONLINEARITIES]
+FfnActivation = Literal[tuple(FFN_ACTIVATIONS)]
+SincosLayout = Literal[SINCOS_LAYOUTS]
+Init = Literal[INITS]
 
 
 class SequenceSystem(L.LightningModule):
@@ -63,6 +69,9 @@ class SequenceSystem(L.LightningModule):
     main_metric: ClassVar[str] = "acc"
     # one prediction per position: longer test sets also score positions past training alone
     per_step: ClassVar[bool] = False
+    # the ``init`` values it draws: a subclass calling ``init_network`` once its net is built
+    # takes every one (``INITS``)
+    inits: ClassVar[tuple[str, ...]] = ("torch",)
 
     def __init__(
         self,
@@ -82,10 +91,18 @@ class SequenceSystem(L.LightningModule):
         bidirectional: bool = False,
         norm: Norm = "pre",
         embed_scale: bool = False,
+        attention_bias: bool = True,
+        inner_dropout: bool = True,
+        ffn_activation: FfnActivation = "gelu",
+        pos_from_end: bool = False,
+        sincos_layout: SincosLayout = "interleaved",
         forget_bias: float = 0.0,
         nonlinearity: Nonlinearity = "tanh",
+        single_bias: bool = False,
         input_embedding: bool = True,
         readout_relu: bool = False,
+        embedding_bias: bool = True,
+        init: Init = "torch",
         optimizer: Optimizer = "adamw",
         lr: float = 1e-3,
         weight_decay: float = 0.0,
@@ -130,15 +147,43 @@ class SequenceSystem(L.LightningModule):
                 residual sum: Vaswani et al. 2017, Delétang et al. 2023).
             embed_scale: Multiply the transformer's input by sqrt(d_model) before the
                 positions are added (transformer only; Delétang et al. 2023).
+            attention_bias: The attention's query, key, value and output projections have a
+                bias (transformer only); ``false``: none, as Delétang et al. 2023's.
+            inner_dropout: Dropout also on the attention weights and on the FFN's hidden
+                layer (transformer only); ``false``: only on the input (after the positions)
+                and on each sub-layer's output before its residual sum, Delétang et al.
+                2023's three sites.
+            ffn_activation: The FFN's nonlinearity (transformer only): ``gelu`` or ``relu``
+                (Delétang et al. 2023's).
+            pos_from_end: Count the sinusoidal positions from the end: a length-T input's
+                tokens sit at T, T-1, ..., 1, so the last one is always at 1 (transformer;
+                Delétang et al. 2023's table). The encodings other than ``sinusoidal``
+                ignore it, as they ignore ``pos_range``.
+            sincos_layout: Where the sinusoidal table's sines and cosines sit (transformer;
+                the other encodings ignore it): ``interleaved`` (sin, cos of each frequency
+                side by side) or ``concatenated`` (every sine, then every cosine: Delétang
+                et al. 2023's; the same network up to a fixed order of its d dimensions).
             forget_bias: Added to the LSTM forget gate's bias at initialisation (lstm only);
                 1.0 is haiku's LSTM, Delétang et al. 2023's.
             nonlinearity: The RNN's activation (rnn only): ``tanh`` or ``relu``, h_t =
                 relu(W x_t + U h_{t-1} + b): haiku's VanillaRNN, Delétang et al. 2023's.
+            single_bias: Train one LSTM bias per gate, as haiku's LSTM (lstm only): torch's
+                ``bias_hh`` is frozen, holding ``forget_bias`` on the forget gate (0
+                elsewhere), and ``bias_ih`` is trained; ``false``: both trained, so Adam
+                moves a gate's effective bias twice as far a step.
             input_embedding: ``false``: no embedding layer; the recurrent backbone reads the
                 one-hot input itself, one symbol wider for the empty token (rnn/lstm only;
                 Delétang et al. 2023's RNN/LSTM).
             readout_relu: A ReLU between the backbone's output and the output layer
                 (Delétang et al. 2023's RNN/LSTM).
+            embedding_bias: The input embedding has a bias (with ``input_embedding``);
+                ``false``: none, as Delétang et al. 2023's one-hot ``hk.Linear``.
+            init: How the network's weights are drawn: ``torch`` (torch's layers' own) or
+                ``haiku`` (haiku's for the same layers, Delétang et al. 2023's: every linear
+                weight a normal of std 1/sqrt(fan_in) cut at 2 std, biases 0, the LSTM's
+                fan-in input + hidden, LayerNorms 1 and 0, embeddings a cut normal of std
+                0.02; ``lit_seq.models.haiku_init``). ``haiku``: classification and
+                transduction systems only.
             optimizer: ``adam`` or ``adamw``.
             lr: Peak learning rate (the schedules scale it by a factor <= 1).
             weight_decay: Weight decay of the optimizer.
@@ -165,13 +210,20 @@ class SequenceSystem(L.LightningModule):
         if pos_range is not None:
             check_int("pos_range", pos_range, 1, allowed=">= 1 (or null for max_len)")
         max_len = resolve_max_len(max_len, data_max_len)
+        if init not in self.inits:
+            raise ValueError(
+                f"init={init!r} is not one of {list(self.inits)} for {type(self).__name__} "
+                f"(the systems of Delétang's tasks, classification and transduction, take "
+                f"{list(INITS)})"
+            )
         # an ablation of something the backbone does not have would be a silent no-op
         check_int("d_state", d_state, 1)
         check_choice("eigenvalues", eigenvalues, EIGENVALUES)
         # collects the subclass's arguments too: it walks up the chain of __init__ frames
         self.save_hyperparameters()
         hp = self.hparams
-        checked = (*READ_BY, "readout_relu")  # what some arch or head never reads
+        # what some arch or head never reads
+        checked = (*READ_BY, "readout_relu", "embedding_bias")
         check_arch_options(arch, self.task_kind, {k: hp[k] for k in checked}, _DEFAULTS)
         # what keys this run's dropout masks (with the step): set by a population for its
         # members, else at the first step the seed torch was seeded with (the run's)
@@ -240,10 +292,19 @@ class SequenceSystem(L.LightningModule):
         options = self.backbone_options
         return build_backbone(hp.arch, options, causal=causal, max_len=max_len, input_size=width)
 
+    def init_network(self) -> None:
+        """Draw ``self.net``'s weights again as ``init`` says, once a subclass has built it
+        (one that does sets ``inits``): ``torch`` keeps torch's draw as it is; ``haiku``
+        draws haiku's (``lit_seq.models.haiku_init``) from the same global stream."""
+        if self.hparams.init == "haiku":
+            haiku_init(self.net)
+
     @property
     def head_options(self) -> dict:
-        """What every head takes of the options above: its input map and its readout ReLU."""
-        return {name: self.hparams[name] for name in ("input_embedding", "readout_relu")}
+        """What every head takes of the options above: its input map (and its bias) and its
+        readout ReLU."""
+        names = ("input_embedding", "readout_relu", "embedding_bias")
+        return {name: self.hparams[name] for name in names}
 
     @property
     def arch_name(self) -> str:

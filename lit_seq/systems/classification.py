@@ -12,6 +12,7 @@ from torchmetrics.classification import (
 )
 
 from lit_seq.models import READOUTS, SequenceClassifier
+from lit_seq.models.haiku_init import INITS
 from lit_seq.systems.base import SequenceSystem
 
 
@@ -25,6 +26,7 @@ class SequenceClassification(SequenceSystem):
 
     task_kind = "classification"
     main_metric = "acc"
+    inits = INITS  # it draws its network again as ``init`` says (``init_network``)
 
     def __init__(
         self, readout: Literal[READOUTS] = "mean", label_smoothing: float = 0.1, **kwargs
@@ -49,6 +51,7 @@ class SequenceClassification(SequenceSystem):
             **self.head_options,
             readout=readout,
         )
+        self.init_network()  # haiku's draw, for init: haiku
         self.confusion = nn.ModuleDict()  # test prefix -> its confusion matrix, in setup()
 
     def prepare_tests(self, datamodule) -> None:

@@ -17,6 +17,12 @@ the two agree to the last digit the record keeps. A network with a length limit
 (``SequenceSystem.length_limit``: a learnable table, randomized positions) reads a length
 only if it covers the input and its appended output positions: the range evaluation leaves
 longer lengths out, and ``deletang_score`` must be given a ``longest`` within it.
+
+Their network is scored with its dropout on: haiku's ``hk.dropout`` has no evaluation mode,
+and their range evaluation hands the model a random key (``apply_fn(params, next(rng_seq),
+...)``), so their transformer drops 10% at every scored length. ``dropout=True`` does the
+same here, each batch's masks those of its own stream (:func:`dropout_key`,
+``models/dropout.py``): the same in every rerun, and apart from training's.
 """
 
 import hashlib
@@ -26,6 +32,7 @@ import torch
 from torch import Tensor
 from torchmetrics import MetricCollection
 
+from lit_seq.models.dropout import dropout_stream
 from lit_seq.systems.base import SequenceSystem
 
 
@@ -36,6 +43,13 @@ def range_generator(seed: int, length: int) -> torch.Generator:
     return torch.Generator().manual_seed(int.from_bytes(digest[:8], "little"))
 
 
+def dropout_key(seed: int, length: int, start: int) -> int:
+    """The key of the dropout masks of the range evaluation's sequences ``start ..`` at
+    ``length``: a 64-bit word of its own (``dropout_stream``'s seed; its step is the batch)."""
+    digest = hashlib.sha256(f"lit_seq range_eval dropout {seed} {length} {start}".encode())
+    return int.from_bytes(digest.digest()[:8], "little")
+
+
 def _scored(metrics: MetricCollection) -> bool:
     """False when no position was scored (e.g. echo shorter than its lag)."""
     totals = [m.total for m in metrics.values() if hasattr(m, "total")]
@@ -43,25 +57,38 @@ def _scored(metrics: MetricCollection) -> bool:
 
 
 @torch.no_grad()
-def score(system, tensors: dict[str, Tensor], metrics: MetricCollection, batch_size: int):
+def score(
+    system,
+    tensors: dict[str, Tensor],
+    metrics: MetricCollection,
+    batch_size: int,
+    dropout_seed: int | None = None,
+):
     """``metrics`` (unprefixed) of ``system`` over the examples in ``tensors``, pooled over
     them: name -> value; None when nothing was scored. Runs in eval mode with no gradients
-    and leaves the system in the mode it was in."""
+    and leaves the system in the mode it was in; with ``dropout_seed`` its network's dropout
+    stays on, batch i's masks those of ``dropout_stream(dropout_seed, i)``."""
     was_training = system.training
     system.eval()
+    if dropout_seed is not None:
+        system.net.train()  # haiku's dropout, which has no evaluation mode
     metrics = metrics.to(system.device)
     trainer = getattr(system, "_trainer", None)
     context = trainer.precision_plugin.forward_context() if trainer else nullcontext()
     n = len(next(iter(tensors.values())))
     try:
         with context:
-            for start in range(0, n, batch_size):
+            for i, start in enumerate(range(0, n, batch_size)):
                 batch = {
                     k: v[start : start + batch_size].to(system.device) for k, v in tensors.items()
                 }
                 if trainer:  # what Lightning does to a batch (e.g. float64 under 64-true)
                     batch = trainer.precision_plugin.convert_input(batch)
-                system.evaluate(batch, metrics)
+                if dropout_seed is None:
+                    system.evaluate(batch, metrics)
+                    continue
+                with dropout_stream(dropout_seed, i, system.device):
+                    system.evaluate(batch, metrics)
         if not _scored(metrics):
             return None
         return {name: float(value) for name, value in metrics.compute().items()}
@@ -78,6 +105,7 @@ def score_length(
     n: int,
     batch_size: int,
     sub_batch: int = 0,
+    dropout: bool = False,
 ) -> dict[str, float] | None:
     """``metrics`` of ``system`` on ``n`` new test sequences of ``length`` (name -> value).
 
@@ -85,18 +113,24 @@ def score_length(
     own and averages the sub-batches that scored anything (theirs: 64). The two agree when
     every sequence has as many scored positions (a one-label task, reverse_string); they
     weigh the sub-batches differently when the scored positions vary (stack_manipulation).
-    None when nothing was scored.
+    ``dropout``: scored with the network's dropout on (theirs), the masks of
+    :func:`dropout_key`. None when nothing was scored.
     """
     generator = range_generator(datamodule.seed, length)
     # as a test set of that length: a task keeps it apart from training where it can
     tensors = datamodule.draw(n, length, generator, split="test")
+
+    def key(start: int) -> int | None:
+        return dropout_key(datamodule.seed, length, start) if dropout else None
+
     if not sub_batch:
-        return score(system, tensors, metrics, batch_size=batch_size)
+        return score(system, tensors, metrics, batch_size=batch_size, dropout_seed=key(0))
     parts = []
     for start in range(0, n, sub_batch):
         metrics.reset()
         part = {k: v[start : start + sub_batch] for k, v in tensors.items()}
-        if (values := score(system, part, metrics, batch_size=sub_batch)) is not None:
+        values = score(system, part, metrics, batch_size=sub_batch, dropout_seed=key(start))
+        if values is not None:
             parts.append(values)
     if not parts:
         return None
@@ -104,26 +138,39 @@ def score_length(
 
 
 def length_accuracies(
-    system: SequenceSystem, datamodule, lengths: list[int], *, n: int = 512, sub_batch: int = 64
+    system: SequenceSystem,
+    datamodule,
+    lengths: list[int],
+    *,
+    n: int = 512,
+    sub_batch: int = 64,
+    dropout: bool = False,
 ) -> dict[int, float]:
     """length -> ``system``'s main metric on ``n`` new sequences of that length, computed per
     sub-batch of ``sub_batch`` sequences and averaged over the sub-batches (theirs).
 
     ``datamodule`` is the task (its ``draw`` and ``seed``): the sequences are drawn as its
-    test sets are, from the range evaluation's stream (:func:`score_length`).
+    test sets are, from the range evaluation's stream (:func:`score_length`); ``dropout``:
+    with the network's dropout on, as theirs.
     """
     curve = {}
     for length in lengths:
         values = score_length(
             system, datamodule, length, system.build_metrics(), n=n, batch_size=sub_batch,
-            sub_batch=sub_batch,
+            sub_batch=sub_batch, dropout=dropout,
         )  # fmt: skip
         curve[length] = values[system.main_metric] if values else float("nan")
     return curve
 
 
 def deletang_score(
-    system: SequenceSystem, datamodule, longest: int, *, n: int = 512, sub_batch: int = 64
+    system: SequenceSystem,
+    datamodule,
+    longest: int,
+    *,
+    n: int = 512,
+    sub_batch: int = 64,
+    dropout: bool = False,
 ) -> tuple[float, dict[int, float]]:
     """(score, curve): the mean of :func:`length_accuracies` over every length from the
     training length N + 1 to ``longest`` (M), and the per-length values it averages.
@@ -139,7 +186,8 @@ def deletang_score(
             f"longest={longest} must be > the training length {first - 1}: the score averages "
             f"the lengths past training"
         )
+    lengths = list(range(first, longest + 1))
     curve = length_accuracies(
-        system, datamodule, list(range(first, longest + 1)), n=n, sub_batch=sub_batch
+        system, datamodule, lengths, n=n, sub_batch=sub_batch, dropout=dropout
     )
     return sum(curve.values()) / len(curve), curve

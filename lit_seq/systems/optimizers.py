@@ -45,11 +45,12 @@ def optimizer_options(device_type: str, clips: bool) -> dict[str, bool]:
 def build_optimizer(
     module: nn.Module, hp, total_steps: int, device: torch.device, clips: bool = False
 ):
-    """(optimizer, per-step LambdaLR) over ``module``'s parameters for ``total_steps``, from
-    the options in ``hp`` (a system's hyperparameters), with the kernels of a run on
-    ``device`` (:func:`optimizer_options`)."""
+    """(optimizer, per-step LambdaLR) over ``module``'s trained parameters for ``total_steps``,
+    from the options in ``hp`` (a system's hyperparameters), with the kernels of a run on
+    ``device`` (:func:`optimizer_options`). A frozen parameter (``requires_grad`` False: the
+    LSTM's ``single_bias`` constant) is left out: no step, no weight decay, no state."""
     optimizer = OPTIMIZERS[hp.optimizer](
-        module.parameters(),
+        [p for p in module.parameters() if p.requires_grad],
         lr=hp.lr,
         weight_decay=hp.weight_decay,
         **optimizer_options(torch.device(device).type, clips),

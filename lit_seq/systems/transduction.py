@@ -11,6 +11,7 @@ from torch import Tensor
 from torchmetrics import MetricCollection
 
 from lit_seq.models import AppendedOutputHead
+from lit_seq.models.haiku_init import INITS
 from lit_seq.systems.base import SequenceSystem
 from lit_seq.systems.metrics import step_metrics
 
@@ -30,6 +31,7 @@ class Transduction(SequenceSystem):
 
     task_kind = "transduction"
     main_metric = "acc"
+    inits = INITS  # it draws its network again as ``init`` says (``init_network``)
 
     def __init__(self, **kwargs) -> None:
         """
@@ -47,6 +49,7 @@ class Transduction(SequenceSystem):
             d_model=hp.d_model,
             **self.head_options,
         )
+        self.init_network()  # haiku's draw, for init: haiku
 
     @property
     def chance_level(self) -> float:
