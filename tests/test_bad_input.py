@@ -117,7 +117,7 @@ PARITY = str(REPO / "configs" / "parity_sum" / "transformer.yaml")
         (
             ["--config", SIGNAL, "--data.curriculum=true"],
             r"^data.curriculum: task 'signal' takes no option 'curriculum'; the tasks that take "
-            r"it are \['parity_sum', 'echo', 'parity_check', .*'binary_addition'\]$",
+            r"it are \['parity_sum', 'echo', 'parity_check', .*'bucket_sort'\]$",
         ),
         (
             # 2 layers of 12 d^2 + 13 d (attention, feed-forward 4d, norms) + in/out layers
