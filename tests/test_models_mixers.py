@@ -289,7 +289,11 @@ def test_every_mixer_trains_on_every_task_kind_and_its_record_names_it(tmp_path,
     short = ["--model.d_model=32", "--data.init_args.length=8", "--range_eval.max_factor=2"]
     short += ["--range_eval.n=32", "--data.init_args.n_val=64", "--data.init_args.n_test=64"]
     # the config's LSTM-only options of Delétang's LSTM, back at their defaults for a mixer
-    short += ["--model.forget_bias=0.0", "--model.input_embedding=true"]
+    short += [
+        "--model.forget_bias=0.0",
+        "--model.single_bias=false",
+        "--model.input_embedding=true",
+    ]
     extra = short if task.startswith("deletang") else []
     result = tiny_fit(CONFIG_DIR / task / "lstm.yaml", tmp_path, f"--model.arch={arch}", *extra)
     assert result.arch == arch
