@@ -243,7 +243,7 @@ BAD = {
     "bad arch": (
         "name: g\nblocks:\n- {config: configs/echo/rnn.yaml, axes: {arch: [gru]}}\n",
         "arch='gru' is not one of ['transformer', 'rnn', 'lstm', 'mamba', 'linear_rnn', "
-        "'linear_attention']",
+        "'linear_attention', 'stack_rnn', 'ndstack_rnn', 'tape_rnn']",
     ),
     "heads do not divide the width": (
         "name: g\nblocks:\n- {axes: {task: [echo], arch: [transformer], n_heads: [4, 5]}}\n",

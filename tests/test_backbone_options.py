@@ -34,6 +34,15 @@ BASE = dict(
     single_bias=False,
     d_state=4,
     eigenvalues="positive",
+    stack_cell_size=8,
+    stack_size=30,
+    n_stacks=1,
+    stack_states=2,
+    stack_symbols=2,
+    read_states=False,
+    memory_cell_size=8,
+    memory_size=40,
+    mlp_layers_size=None,
 )
 # option -> (a value away from BASE's, what else it needs to be read)
 AWAY = {
@@ -58,6 +67,15 @@ AWAY = {
     "single_bias": (True, {}),
     "d_state": (2, {}),
     "eigenvalues": ("signed", {}),
+    "stack_cell_size": (3, {}),
+    "stack_size": (2, {}),  # a stack of 2 cells, or a nondeterministic one frozen at step 2
+    "n_stacks": (2, {}),
+    "stack_states": (3, {}),
+    "stack_symbols": (3, {}),
+    "read_states": (True, {}),
+    "memory_cell_size": (3, {}),
+    "memory_size": (5, {}),
+    "mlp_layers_size": ([], {}),
 }
 CASES = [
     (arch, name) for arch in BACKBONES for name in sorted(backbone_reads(arch) - {"input_size"})
@@ -84,9 +102,10 @@ def test_every_option_an_arch_names_changes_its_output(arch, name):
 
 def test_the_refusal_table_is_what_the_signatures_name():
     assert READ_BY["forget_bias"] == ("lstm",)
-    assert READ_BY["nonlinearity"] == ("rnn",)
+    assert READ_BY["nonlinearity"] == ("rnn", "stack_rnn", "ndstack_rnn", "tape_rnn")
+    assert READ_BY["stack_size"] == ("stack_rnn", "ndstack_rnn")
     assert READ_BY["n_heads"] == ("transformer", "linear_attention")
-    assert READ_BY["input_embedding"] == ("rnn", "lstm")
+    assert READ_BY["input_embedding"] == ("rnn", "lstm", "stack_rnn", "ndstack_rnn", "tape_rnn")
     for name, archs in READ_BY.items():
         key = "input_size" if name == "input_embedding" else name
         assert archs == tuple(a for a in BACKBONES if key in backbone_reads(a))

@@ -20,7 +20,7 @@ PARITY = str(REPO / "configs" / "parity_sum" / "transformer.yaml")
         (
             ["--config", SIGNAL, "--model.arch=gru"],
             r"arch='gru' is not one of \['transformer', 'rnn', 'lstm', 'mamba', 'linear_rnn', "
-            r"'linear_attention'\]",
+            r"'linear_attention', 'stack_rnn', 'ndstack_rnn', 'tape_rnn'\]",
         ),
         (["--config", SIGNAL, "--model.pos_mode=rotry"], r"pos_mode='rotry' is not one of"),
         (["--config", SIGNAL, "--model.readout=max"], r"readout='max' is not one of"),
@@ -267,7 +267,7 @@ def test_command_line_prints_one_line_and_exits_2(tmp_path):
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert lines == [
         "lit_seq.fit: error: arch='gru' is not one of ['transformer', 'rnn', 'lstm', 'mamba', "
-        "'linear_rnn', 'linear_attention']"
+        "'linear_rnn', 'linear_attention', 'stack_rnn', 'ndstack_rnn', 'tape_rnn']"
     ]
     assert "Traceback" not in result.stdout + result.stderr
 
@@ -279,7 +279,7 @@ def test_command_line_prints_one_line_and_exits_2(tmp_path):
         (
             ["--model.arch=gru"],
             r"^arch='gru' is not one of \['transformer', 'rnn', 'lstm', 'mamba', 'linear_rnn', "
-            r"'linear_attention'\]$",
+            r"'linear_attention', 'stack_rnn', 'ndstack_rnn', 'tape_rnn'\]$",
         ),
         (["--checkpoint_every=0"], r"^checkpoint_every must be an integer >= 1, got 0$"),
         (["--wandb_config=[1, 2]"], r"wandb.config"),

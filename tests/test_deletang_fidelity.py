@@ -5,6 +5,7 @@ positions counted from the end; their loss, which needs no option; the range eva
 to their 500 (``range_eval.max_length``); and the configs that set them, the only ones whose
 digests move."""
 
+import json
 import math
 
 import pytest
@@ -12,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lit_seq.ablate.grid import config_digest
+from lit_seq.ablate.grid import config_digest, load_grid
 from lit_seq.data import ReverseStringData
 from lit_seq.fit import check_config
 from lit_seq.fit.scoring import RangeEval
@@ -26,7 +27,7 @@ from lit_seq.population.system import PopulationSystem
 from lit_seq.systems import SYSTEMS, SequenceClassification, Transduction
 from lit_seq.systems.length_score import score_length
 from lit_seq.util.checks import BadInput
-from tests.helpers import CONFIG_DIR
+from tests.helpers import CONFIG_DIR, REPO
 
 DELETANG = CONFIG_DIR / "deletang"
 B, T, D, H = 2, 5, 8, 2
@@ -52,7 +53,7 @@ def test_haikus_cut_normal_has_its_std_and_bound_and_every_linear_gets_it_with_z
     layer = nn.Linear(400, 1000)  # 400,000 draws of std 1/20
     drawn = haiku_init(layer)
     w = layer.weight.detach().double()
-    assert drawn == [layer.weight, layer.bias]
+    assert [id(p) for p in drawn] == [id(layer.weight), id(layer.bias)]
     assert w.abs().max() <= 2 / 20 and w.abs().max() > 0.099  # cut at 2 std, reached
     assert abs(float(w.mean())) < 4 * 0.044 / math.sqrt(w.numel())
     assert float(w.std()) == pytest.approx(CUT_STD / 20, rel=0.005)
@@ -503,3 +504,23 @@ def test_the_new_options_at_their_defaults_leave_every_digest_as_it_was():
     changed = config.clone()
     changed.range_eval["dropout"] = True
     assert config_digest(changed) != now
+
+
+def _published_grids(uses_deletang: bool) -> list[str]:
+    """The shipped grids with a published fingerprint, by whether a block reads a
+    configs/deletang config (whose digests issue 56 moves on purpose)."""
+    found = []
+    for fingerprint in sorted((REPO / "docs" / "results").glob("*/fingerprint.json")):
+        grid = REPO / "ablations" / f"{fingerprint.parent.name}.yaml"
+        if grid.is_file() and ("configs/deletang/" in grid.read_text()) is uses_deletang:
+            found.append(fingerprint.parent.name)
+    return found
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("grid", _published_grids(uses_deletang=False))
+def test_every_published_grid_outside_deletang_keeps_its_run_digests(grid):
+    """Every run of mixers, matrix, pe_extrapolation, ...: the digest its folder records."""
+    committed = json.loads((REPO / "docs" / "results" / grid / "fingerprint.json").read_text())
+    _, runs = load_grid(REPO / "ablations" / f"{grid}.yaml")
+    assert {r.run_id: r.digest for r in runs} == committed["run_digests"]

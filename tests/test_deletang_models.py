@@ -261,7 +261,8 @@ def test_readout_relu_drops_the_negative_outputs_before_the_output_layer():
             (
                 "classification",
                 dict(arch=arch, nonlinearity="relu"),
-                f"nonlinearity='relu' only applies to arch='rnn', not '{arch}'",
+                f"nonlinearity='relu' only applies to arch='rnn' or arch='stack_rnn' or "
+                f"arch='ndstack_rnn' or arch='tape_rnn', not '{arch}'",
             )
             for arch in ("lstm", "transformer")
         ],
@@ -269,7 +270,8 @@ def test_readout_relu_drops_the_negative_outputs_before_the_output_layer():
         (
             "classification",
             dict(input_embedding=False),
-            "input_embedding=False only applies to arch='rnn' or arch='lstm', not 'transformer'",
+            "input_embedding=False only applies to arch='rnn' or arch='lstm' or "
+            "arch='stack_rnn' or arch='ndstack_rnn' or arch='tape_rnn', not 'transformer'",
         ),
         (
             "seq2seq",
@@ -329,7 +331,9 @@ def test_the_new_options_at_their_defaults_leave_a_grid_runs_digest_as_it_was():
     before = config.clone()  # the config as parsed before the options existed
     del before["score_weights"]
     added = ("norm", "embed_scale", "forget_bias", "nonlinearity", "input_embedding")
-    for key in (*added, "readout_relu"):
+    memory = ("stack_cell_size", "stack_size", "n_stacks", "stack_states", "stack_symbols")
+    memory += ("read_states", "memory_cell_size", "memory_size", "mlp_layers_size")
+    for key in (*added, *memory, "readout_relu"):
         del before.model.init_args[key]
     assert config_digest(before) == now
     changed = config.clone()

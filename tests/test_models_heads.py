@@ -5,6 +5,7 @@ import torch
 
 from lit_seq.models import (
     BACKBONES,
+    MEMORY_RNNS,
     READOUTS,
     PerStepHead,
     Readout,
@@ -97,7 +98,7 @@ def test_mean_readout_without_mask_sees_padding():
 @pytest.mark.parametrize("arch", list(BACKBONES))
 def test_classifier_shapes(arch, readout):
     backbone = make_backbone(arch, bidirectional=arch in ("rnn", "lstm"))
-    if readout == "cls" and arch in ("mamba", "linear_rnn"):  # causal on every task
+    if readout == "cls" and arch in ("mamba", "linear_rnn", *MEMORY_RNNS):  # causal always
         with pytest.raises(ValueError, match="readout='cls' needs a backbone"):
             SequenceClassifier(backbone, F_IN, C, D, readout=readout)
         return

@@ -44,6 +44,10 @@ ADDED_MODEL_DEFAULTS |= {"d_state": 16, "eigenvalues": "positive"}  # the mixers
 ADDED_MODEL_DEFAULTS |= {"init": "torch", "embedding_bias": True, "single_bias": False}
 ADDED_MODEL_DEFAULTS |= {"attention_bias": True, "inner_dropout": True, "ffn_activation": "gelu"}
 ADDED_MODEL_DEFAULTS |= {"pos_from_end": False, "sincos_layout": "interleaved"}
+# the memory RNNs' sizes (issue 56; mlp_layers_size defaults to None, which never counts)
+ADDED_MODEL_DEFAULTS |= {"stack_cell_size": 8, "stack_size": 30, "n_stacks": 1}
+ADDED_MODEL_DEFAULTS |= {"stack_states": 2, "stack_symbols": 2, "read_states": False}
+ADDED_MODEL_DEFAULTS |= {"memory_cell_size": 8, "memory_size": 40}
 ADDED_RANGE_DEFAULTS = {"dropout": False}  # range_eval's
 
 

@@ -62,6 +62,9 @@ def task_options(task: type) -> tuple[str, ...]:
 
 def _line(indent: str, name: str, kind: str, doc: str) -> str:
     head = f"{indent}{name:<16} {kind}"
+    if len(head) > WIDTH:  # a long list of choices (arch's) on a line of its own, then the rest
+        choices, _, default = kind.partition(" = ")
+        return f"{indent}{name} {choices}\n" + _line(indent, "", f"= {default}", doc)
     room = WIDTH - len(head) - 2
     return f"{head}  {textwrap.shorten(doc, room, placeholder='...')}" if room > 12 else head
 

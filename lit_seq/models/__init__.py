@@ -21,6 +21,7 @@ from .heads import AppendedOutputHead, PerStepHead, SequenceClassifier
 from .linear_attention import LinearAttentionBackbone
 from .linear_rnn import EIGENVALUES, LinearRNNBackbone
 from .mamba import MambaBackbone
+from .ndstack_rnn import NDStackRNNBackbone
 from .options import OPTIONS, BackboneOptions, build_with_options, options_read
 from .plugin import BackboneFactory, PluginBackbone
 from .positional import (
@@ -37,6 +38,8 @@ from .recurrent import CELLS, NONLINEARITIES, LSTMBackbone, RecurrentBackbone, R
 from .relative_bias import RelativePositionBias, relative_bucket
 from .rotary import RotaryPositionalEncoding
 from .seq2seq import RecurrentSeq2Seq, TransformerSeq2Seq
+from .stack_rnn import StackRNNBackbone
+from .tape_rnn import TapeRNNBackbone
 from .transformer import NORMS, DecoderBlock, EncoderBlock, FeedForward, TransformerBackbone
 
 BACKBONES: dict[str, Callable[..., nn.Module]] = {
@@ -46,9 +49,14 @@ BACKBONES: dict[str, Callable[..., nn.Module]] = {
     "mamba": MambaBackbone,
     "linear_rnn": LinearRNNBackbone,
     "linear_attention": LinearAttentionBackbone,
+    "stack_rnn": StackRNNBackbone,
+    "ndstack_rnn": NDStackRNNBackbone,
+    "tape_rnn": TapeRNNBackbone,
 }
 # the sequence mixers (issue 40): a parallel and a step form each; none is a SEQ2SEQ arch
 MIXERS = ("mamba", "linear_rnn", "linear_attention")
+# Delétang et al. 2023's memory-augmented RNNs (issue 56): a loop over time each, no SEQ2SEQ
+MEMORY_RNNS = ("stack_rnn", "ndstack_rnn", "tape_rnn")
 
 SEQ2SEQ: dict[str, Callable[..., nn.Module]] = {
     "transformer": TransformerSeq2Seq,
@@ -124,6 +132,7 @@ __all__ = [
     "CELLS",
     "NONLINEARITIES",
     "EIGENVALUES",
+    "MEMORY_RNNS",
     "MIXERS",
     "NORMS",
     "OPTIONS",
@@ -145,6 +154,7 @@ __all__ = [
     "LinearRNNBackbone",
     "MambaBackbone",
     "MultiHeadAttention",
+    "NDStackRNNBackbone",
     "NoPositionalEncoding",
     "PerStepHead",
     "PluginBackbone",
@@ -157,6 +167,8 @@ __all__ = [
     "RotaryPositionalEncoding",
     "SequenceClassifier",
     "SinusoidalPositionalEncoding",
+    "StackRNNBackbone",
+    "TapeRNNBackbone",
     "TransformerBackbone",
     "TransformerSeq2Seq",
     "alibi_slopes",

@@ -56,7 +56,10 @@ def _draw(param: Tensor | None, std: float | None, drawn: list[Tensor]) -> None:
     if param is None or not param.requires_grad or param.is_meta:
         return
     with torch.no_grad():
-        truncated_normal_(param, std) if std is not None else param.zero_()
+        if std is None:
+            param.zero_()
+        else:
+            truncated_normal_(param, std)
     drawn.append(param)
 
 

@@ -6,9 +6,16 @@ architecture. Two options make Delétang et al. 2023's recurrent models (models/
 ``input_embedding=False`` feeds the one-hot input itself (``OneHotInput``; the backbone must
 read ``one_hot_width(in_features)`` features) and ``readout_relu=True`` puts a ReLU between
 the backbone's output and the output layer.
+
+A backbone whose ``forward`` takes ``input_length`` (tape_rnn: its jumps) is given the
+length of the task's input, before any token a head appends: ``AppendedOutputHead`` the
+input's T (their ``make_model_with_empty_targets`` passes ``input_length=T``), and
+``SequenceClassifier`` each sequence's real length (T without padding).
 """
 
 from __future__ import annotations
+
+import inspect
 
 import torch
 from torch import Tensor, nn
@@ -35,6 +42,11 @@ def make_embedding(
 def make_activation(readout_relu: bool) -> nn.Module:
     """What sits between the backbone's output and the output layer: ReLU, or nothing."""
     return nn.ReLU() if readout_relu else nn.Identity()
+
+
+def reads_input_length(backbone: nn.Module) -> bool:
+    """Whether ``backbone``'s forward takes the task's input length (``input_length``)."""
+    return "input_length" in inspect.signature(backbone.forward).parameters
 
 
 def _first_position_is_blind(backbone: nn.Module) -> bool:
@@ -91,13 +103,18 @@ class SequenceClassifier(nn.Module):
         else:
             self.readout = Readout(readout, self.embed.width, self.embed.empty_symbol)
         self.backbone = backbone
+        self.reads_length = reads_input_length(backbone)
         self.act = make_activation(readout_relu)
         self.head = MembersLinear(d_model, num_classes)
 
     def forward(self, x: Tensor, padding_mask: Tensor | None = None) -> Tensor:
         """(B, T, in_features), mask (B, T) bool True at padding -> logits (B, num_classes)."""
         h, mask = self.readout.prepare(self.embed(x), padding_mask)  # (B, T', d or V + 1)
-        h = self.act(self.backbone(h, mask))  # (B, T', d)
+        if self.reads_length:  # each sequence's own length, before a readout token
+            length = x.shape[1] if padding_mask is None else (~padding_mask).sum(dim=1)
+            h = self.act(self.backbone(h, mask, input_length=length))
+        else:
+            h = self.act(self.backbone(h, mask))  # (B, T', d)
         return self.head(self.readout.pool(h, mask))  # (B, num_classes)
 
     def attention_maps(self, x: Tensor, padding_mask: Tensor | None = None) -> list[Tensor]:
@@ -196,6 +213,7 @@ class AppendedOutputHead(nn.Module):
         else:
             self.register_buffer("empty_token", self.embed.empty_symbol.clone(), persistent=False)
         self.backbone = backbone
+        self.reads_length = reads_input_length(backbone)
         self.act = make_activation(readout_relu)
         self.head = MembersLinear(d_model, out_features)
 
@@ -203,7 +221,9 @@ class AppendedOutputHead(nn.Module):
         """(B, T, in_features) -> (B, n_out, out_features) logits at the appended positions."""
         h = self.embed(x)  # (B, T, d or V + 1)
         empty = self.empty_token.expand(h.shape[0], n_out, -1).to(h.dtype)  # (B, n_out, d)
-        h = self.backbone(torch.cat([h, empty], dim=1))  # (B, T + n_out, d)
+        h = torch.cat([h, empty], dim=1)  # (B, T + n_out, d)
+        # the input's length, not T + n_out (their input_length)
+        h = self.backbone(h, input_length=x.shape[1]) if self.reads_length else self.backbone(h)
         return self.head(self.act(h[:, h.shape[1] - n_out :]))  # (B, n_out, out_features)
 
     def attention_maps(self, x: Tensor, n_out: int | None = None) -> list[Tensor]:

@@ -50,6 +50,17 @@ class BackboneOptions:
         d_state: state size N of each inner channel (mamba only).
         eigenvalues: the range of the transitions, "positive" (0, 1) or "signed" (-1, 1)
             (linear_rnn only).
+        stack_cell_size: width of a stack cell (stack_rnn only).
+        stack_size: cells of a stack (stack_rnn), positions of the nondeterministic stack
+            (ndstack_rnn).
+        n_stacks: stacks side by side (stack_rnn only).
+        stack_states: states of the nondeterministic stack (ndstack_rnn only).
+        stack_symbols: symbols of the nondeterministic stack (ndstack_rnn only).
+        read_states: the controller reads the stack tops' states too (ndstack_rnn only).
+        memory_cell_size: width of a tape cell (tape_rnn only).
+        memory_size: cells of the tape (tape_rnn only).
+        mlp_layers_size: hidden widths of the MLP writing the tape (tape_rnn only); None
+            means [64, 64].
     """
 
     d_model: int
@@ -73,6 +84,15 @@ class BackboneOptions:
     single_bias: bool
     d_state: int
     eigenvalues: str
+    stack_cell_size: int
+    stack_size: int
+    n_stacks: int
+    stack_states: int
+    stack_symbols: int
+    read_states: bool
+    memory_cell_size: int
+    memory_size: int
+    mlp_layers_size: list[int] | None
 
 
 OPTIONS = tuple(f.name for f in dataclasses.fields(BackboneOptions))

@@ -111,6 +111,15 @@ class SequenceSystem(L.LightningModule):
         backbone: BackboneFactory | None = None,
         d_state: int = 16,
         eigenvalues: Eigenvalues = "positive",
+        stack_cell_size: int = 8,
+        stack_size: int = 30,
+        n_stacks: int = 1,
+        stack_states: int = 2,
+        stack_symbols: int = 2,
+        read_states: bool = False,
+        memory_cell_size: int = 8,
+        memory_size: int = 40,
+        mlp_layers_size: list[int] | None = None,
     ) -> None:
         """
         Args:
@@ -127,6 +136,9 @@ class SequenceSystem(L.LightningModule):
                 seq2seq): ``mamba`` (selective state space), ``linear_rnn`` (diagonal linear
                 recurrence) or ``linear_attention``. mamba and linear_rnn are causal on
                 every task; linear_attention reads every position on a non-causal one.
+                Delétang et al. 2023's memory-augmented RNNs (causal, not for seq2seq):
+                ``stack_rnn`` (Joulin & Mikolov's stack), ``ndstack_rnn`` (DuSell & Chiang's
+                nondeterministic stack), ``tape_rnn`` (a tape that jumps by the input length).
             d_model: Width of the embeddings and of the backbone's hidden state.
             n_layers: Number of transformer blocks or stacked recurrent layers.
             n_heads: Attention heads (transformer, linear_attention); must divide ``d_model``.
@@ -165,15 +177,16 @@ class SequenceSystem(L.LightningModule):
                 et al. 2023's; the same network up to a fixed order of its d dimensions).
             forget_bias: Added to the LSTM forget gate's bias at initialisation (lstm only);
                 1.0 is haiku's LSTM, Delétang et al. 2023's.
-            nonlinearity: The RNN's activation (rnn only): ``tanh`` or ``relu``, h_t =
-                relu(W x_t + U h_{t-1} + b): haiku's VanillaRNN, Delétang et al. 2023's.
+            nonlinearity: The RNN's activation (rnn, and the controller of stack_rnn,
+                ndstack_rnn, tape_rnn): ``tanh`` or ``relu``, h_t = relu(W x_t + U h_{t-1} +
+                b): haiku's VanillaRNN, Delétang et al. 2023's (their three memory RNNs' too).
             single_bias: Train one LSTM bias per gate, as haiku's LSTM (lstm only): torch's
                 ``bias_hh`` is frozen, holding ``forget_bias`` on the forget gate (0
                 elsewhere), and ``bias_ih`` is trained; ``false``: both trained, so Adam
                 moves a gate's effective bias twice as far a step.
             input_embedding: ``false``: no embedding layer; the recurrent backbone reads the
-                one-hot input itself, one symbol wider for the empty token (rnn/lstm only;
-                Delétang et al. 2023's RNN/LSTM).
+                one-hot input itself, one symbol wider for the empty token (rnn, lstm and
+                the memory RNNs only; Delétang et al. 2023's recurrent models).
             readout_relu: A ReLU between the backbone's output and the output layer
                 (Delétang et al. 2023's RNN/LSTM).
             embedding_bias: The input embedding has a bias (with ``input_embedding``);
@@ -198,6 +211,20 @@ class SequenceSystem(L.LightningModule):
             d_state: State size of each inner channel (``mamba`` only; the paper's 16).
             eigenvalues: Range of the transitions (``linear_rnn`` only): ``positive``, in
                 (0, 1), or ``signed``, in (-1, 1), which Grazzi et al. (2025) find parity needs.
+            stack_cell_size: Width of a stack cell (``stack_rnn`` only; 8, the cell width
+                Delétang et al.'s example.py gives their tape).
+            stack_size: Cells of each stack (``stack_rnn``), positions the nondeterministic
+                stack holds before it freezes, as theirs (``ndstack_rnn``); their default 30.
+            n_stacks: Stacks read and written side by side (``stack_rnn`` only; theirs 1).
+            stack_states: States of the nondeterministic stack (``ndstack_rnn`` only; 2).
+            stack_symbols: Symbols of the nondeterministic stack (``ndstack_rnn`` only; 2).
+            read_states: The controller reads the stack tops' states and symbols, not the
+                symbols alone (``ndstack_rnn`` only; theirs false).
+            memory_cell_size: Width of a tape cell (``tape_rnn`` only; their example.py's 8).
+            memory_size: Cells of the tape, whose jumps move by the input length
+                (``tape_rnn`` only; their example.py's 40).
+            mlp_layers_size: Hidden widths of the MLP that writes the tape (``tape_rnn``
+                only); ``None`` means their default [64, 64]; ``[]``: one linear layer.
         """
         super().__init__()
         check_choice("arch", arch, BACKBONES)
@@ -219,6 +246,13 @@ class SequenceSystem(L.LightningModule):
         # an ablation of something the backbone does not have would be a silent no-op
         check_int("d_state", d_state, 1)
         check_choice("eigenvalues", eigenvalues, EIGENVALUES)
+        memory = dict(stack_cell_size=stack_cell_size, stack_size=stack_size, n_stacks=n_stacks)
+        memory.update(stack_states=stack_states, stack_symbols=stack_symbols)
+        memory.update(memory_cell_size=memory_cell_size, memory_size=memory_size)
+        for name, value in memory.items():
+            check_int(name, value, 1)
+        for width in mlp_layers_size or ():
+            check_int("mlp_layers_size", width, 1, allowed=">= 1 in every entry")
         # collects the subclass's arguments too: it walks up the chain of __init__ frames
         self.save_hyperparameters()
         hp = self.hparams
