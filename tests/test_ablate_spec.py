@@ -143,6 +143,8 @@ def test_shipped_grid_sizes(shipped):
     assert sizes["chomsky_cycle_transformer"] == 4  # its one row x 4 seeds
     assert sizes["chomsky_faithful_steps"] == 2 * 3  # 2 rows at the earlier steps x 3 seeds
     assert sizes["chomsky_faithful_budget"] == 3  # even pairs / LSTM at 4,000 steps x 3 seeds
+    # issue 56's budget check: 3 memory models x 5 string tasks, 1 seed each
+    assert sizes["chomsky_memory_budget"] == 3 * 5
     # 46 cells (associative_recall 4 shapes x 5 archs, parity_check 6, 4 tasks x 5): 4 rates
     # on 3 selection seeds + the 10 reported seeds at the chosen one
     assert sizes["mixers"] == 46 * (4 * 3 + 10)

@@ -198,3 +198,20 @@ def test_the_pack_step_section_folds_attention_into_one_call_whatever_k(tmp_path
     assert one["folded_ops"] == three["folded_ops"] < three["looped_ops"]
     assert three["looped_ops"] > one["looped_ops"]
     assert min(three["folded_ms"], three["looped_ms"], three["solo_ms"]) > 0
+
+
+def test_the_deletang_step_it_times_is_their_training_step():
+    """One timed step is loss, backward, clipping at 1.0 and Adam: the parameters move and
+    the gradient it applied has a global norm of at most 1.0, as their optimizer's."""
+    from lit_seq.bench import deletang_step
+
+    torch.manual_seed(0)
+    model = deletang_step._model("rnn")
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-4)
+    batch = deletang_step._batch(10)
+    assert batch["x"].shape[:2] == (deletang_step.BATCH, 10) and batch["y"].shape[1] == 10
+    before = [p.detach().clone() for p in model.parameters()]
+    seconds = deletang_step._step(model, optimizer, batch)
+    norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()]))
+    assert seconds > 0 and float(norm) <= deletang_step.CLIP + 1e-5
+    assert any(not torch.equal(a, p) for a, p in zip(before, model.parameters()))

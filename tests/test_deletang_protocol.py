@@ -19,7 +19,7 @@ from lit_seq.data import (
 from lit_seq.fit import check_config
 from lit_seq.fit.header import training_data
 from lit_seq.fit.scoring import RangeEval, length_curve, longest_past_training, past_training_means
-from lit_seq.models import Readout
+from lit_seq.models import MEMORY_RNNS, Readout
 from lit_seq.population.stacked import member_losses, stack_weights
 from lit_seq.systems import SequenceClassification, Transduction, deletang_score
 from lit_seq.util.assets import CONFIG_DIR
@@ -411,7 +411,8 @@ def test_the_score_is_the_mean_of_the_per_length_accuracies():
 
 def test_every_paper_task_has_a_deletang_config_per_arch():
     shipped = {(p.parent.name, p.stem) for p in DELETANG_CONFIGS}
-    assert shipped == {(t, a) for t in PAPER_TASKS for a in ("rnn", "lstm", "transformer")}
+    archs = ("rnn", "lstm", "transformer", *MEMORY_RNNS)  # Table 2's six
+    assert shipped == {(t, a) for t in PAPER_TASKS for a in archs}
     assert set(TASKS) >= PAPER_TASKS
 
 
@@ -440,7 +441,17 @@ def test_deletang_configs_build_their_networks_and_protocol(config):
         # their RNN / LSTM: the one-hot input itself, a ReLU before the readout, haiku's LSTM
         assert (hp.input_embedding, hp.readout_relu) == (False, True)
         assert hp.forget_bias == (1.0 if hp.arch == "lstm" else 0.0)
-        assert hp.nonlinearity == ("relu" if hp.arch == "rnn" else "tanh")  # hk.VanillaRNN
+        # hk.VanillaRNN: their RNN and the memory models' controller
+        assert hp.nonlinearity == ("tanh" if hp.arch == "lstm" else "relu")
+        assert hp.init == "haiku"
+    if hp.arch in ("stack_rnn", "ndstack_rnn"):
+        assert hp.stack_size == 30  # their cores' default
+    if hp.arch == "stack_rnn":
+        assert (hp.stack_cell_size, hp.n_stacks) == (8, 1)
+    if hp.arch == "ndstack_rnn":
+        assert (hp.stack_states, hp.stack_symbols) == (2, 2)
+    if hp.arch == "tape_rnn":  # their example.py's tape
+        assert (hp.memory_cell_size, hp.memory_size, hp.mlp_layers_size) == (8, 40, None)
     assert built.config.score_weights == "last"  # their score is of the final parameters
     if data.task_kind == "classification":
         assert hp.readout == "empty" and hp.label_smoothing == 0.0

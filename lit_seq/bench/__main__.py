@@ -3,7 +3,7 @@
     python -m lit_seq.bench [--out FILE.json] [--sections overhead,datagen,...] [--quick]
 
 Sections: overhead, datagen, time_to_quality, grid, memory, utilisation, pack, pack_step,
-mixers, compile, dropout_step (default: all). Prints one table per section and writes them
+mixers, compile, dropout_step, deletang_step (default: all). Prints one table per section and writes them
 all as JSON. ``--quick`` shrinks every step count to a
 smoke run (about a minute; the numbers then mean nothing). A section that crashes is
 recorded with its error and the others still run; the exit code is then 1.
@@ -36,6 +36,7 @@ from rich.table import Table  # noqa: E402
 from lit_seq.bench import compile as compile_section  # noqa: E402
 from lit_seq.bench import (  # noqa: E402
     datagen,
+    deletang_step,
     dropout_step,
     grid,
     memory,
@@ -106,6 +107,7 @@ SECTIONS = {
         dropout_step.run,
         ["length", "threads", "before_ms", "after_ms", "ratio", "load"],
     ),
+    "deletang_step": (deletang_step.run, ["arch", "length", "batch", "step_ms", "load"]),
 }
 # section -> {its result's key: the row fields of that further table}
 SUB_TABLES = {
