@@ -131,9 +131,9 @@ def test_shipped_grid_sizes(shipped):
     # 34 cells that select: 4 learning rates on 3 selection seeds + the 10 reported seeds at
     # the chosen one; the 5 SPEC cells x 10 seeds
     assert sizes["matrix"] == 34 * (4 * 3 + 10) + 5 * 10
-    # 27 rows (9 tasks x RNN / LSTM / Transformer): their 3 rates on 3 selection seeds + the
+    # 90 rows (Table 2: 15 tasks x their 6 models): their 3 rates on 3 selection seeds + the
     # 10 reported seeds at the chosen one
-    assert sizes["chomsky"] == 27 * (3 * 3 + 10)
+    assert sizes["chomsky"] == 90 * (3 * 3 + 10)
     assert sizes["pe_extrapolation"] == 3 * 7 * (4 * 3 + 10)  # 3 tasks x 7 encodings
     # the budget checks of the chomsky grid: 2 rows x 10 seeds, 7 rows x 3 seeds
     assert sizes["chomsky_budget"] == 2 * 10 and sizes["chomsky_budget_rows"] == 7 * 3

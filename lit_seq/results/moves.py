@@ -50,7 +50,11 @@ def verdict_moves(old: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     sides = []
     for name, table in (("old", old), ("new", new)):
         paper = table["paper"].astype(object).where(table["paper"].notna(), None)
-        text = table["paper_solved"].map({True: "solved (text)", False: "unsolved (text)"})
+        text = (
+            table["paper_solved"]
+            .map({True: "solved (text)", False: "unsolved (text)"})
+            .fillna("not confirmed")
+        )
         sides.append(
             table[[*KEY, *SIDE]]
             .rename(columns={c: f"{name}_{c}" for c in SIDE})

@@ -44,6 +44,7 @@ from lit_seq.results.markdown import markdown_table
 from lit_seq.results.stats import bootstrap_interval, success_rate, wilson_interval
 
 SOLVED = 90.0  # their bold: a score >= 90% solves the task
+NO_ANCHOR = "no anchor"  # the verdict of a row whose paper side was not read here
 SCORE = f"{RANGE_OOD}/acc"  # their score: per-sequence accuracy averaged over the test lengths
 FITS = "val/acc"  # accuracy at the training length: did the run learn the task at all
 PAPER_FIT = FitRule(FITS, SOLVED / 100)  # "fits N" on this page, for its comparisons too
@@ -52,7 +53,9 @@ PAPER_FIT = FitRule(FITS, SOLVED / 100)  # "fits N" on this page, for its compar
 @dataclass(frozen=True)
 class PaperRow:
     """One published number: ``score`` in percent (None: not readable here), and whether
-    the paper counts it solved."""
+    the paper counts it solved: from the score, else from a claim of its text
+    (``solved_if_unknown``); None where neither was read here (no anchor: the row gets
+    no verdict, only our numbers)."""
 
     task: str
     arch: str
@@ -61,8 +64,8 @@ class PaperRow:
     solved_if_unknown: bool | None = None
 
     @property
-    def solved(self) -> bool:
-        return self.score >= SOLVED if self.score is not None else bool(self.solved_if_unknown)
+    def solved(self) -> bool | None:
+        return self.score >= SOLVED if self.score is not None else self.solved_if_unknown
 
 
 _T2 = "Table 2"
@@ -73,6 +76,55 @@ _CS = (
     "regular and counter tasks; Table 2's number not read here"
 )
 _CYCLE = "Table 2; App. B.3.2: 61.9% with baseline 20%"
+
+_RNN_TF = (
+    "Abstract / Sec. 5: RNNs and Transformers fail on non-regular tasks; Table 2's number "
+    "not read here"
+)
+_MEMORY = (
+    "not confirmed: the abstract's claim (only networks with a stack or a tape generalise on "
+    "context-free and context-sensitive tasks) is about the class, not this cell; Table 2's "
+    "number not read here"
+)
+_SORT = (
+    "not confirmed: bucket sort can be solved by counting, which the text credits LSTMs with, "
+    "and the text's claim for the Transformer was not checked against Table 2 here"
+)
+REGULAR = ("even_pairs", "modular_arithmetic", "parity_check", "cycle_navigation")
+NON_REGULAR = (
+    "stack_manipulation",
+    "reverse_string",
+    "modular_arithmetic_brackets",
+    "solve_equation",
+    "duplicate_string",
+    "missing_duplicate_string",
+    "odds_first",
+    "binary_addition",
+    "binary_multiplication",
+    "compute_sqrt",
+    "bucket_sort",
+)
+NEW_TASKS = NON_REGULAR[2:4] + NON_REGULAR[5:6] + NON_REGULAR[8:]  # their six we added last
+MEMORY_ARCHS = ("stack_rnn", "ndstack_rnn", "tape_rnn")
+
+
+def _table2_rest() -> list[PaperRow]:
+    """The rows of the six tasks and the three memory models, none read from Table 2 here:
+    each carries the paper text's claim where one covers the cell, no anchor elsewhere."""
+    rows = []
+    for task in NEW_TASKS:  # the rnn, lstm and transformer rows of the six new tasks
+        for arch in ("rnn", "lstm", "transformer"):
+            if task == "bucket_sort" and arch != "rnn":
+                rows.append(PaperRow(task, arch, None, _SORT))
+            elif arch == "lstm":
+                rows.append(PaperRow(task, arch, None, _CS, solved_if_unknown=False))
+            else:
+                rows.append(PaperRow(task, arch, None, _RNN_TF, solved_if_unknown=False))
+    for arch in MEMORY_ARCHS:  # the memory models on all fifteen
+        rows += [PaperRow(t, arch, None, _B1, solved_if_unknown=True) for t in REGULAR]
+        rows += [PaperRow(t, arch, None, _MEMORY) for t in NON_REGULAR]
+    return rows
+
 
 DELETANG_2023 = [
     PaperRow("even_pairs", "rnn", 100.0, _B1),
@@ -102,6 +154,8 @@ DELETANG_2023 = [
     PaperRow("binary_addition", "rnn", None, _CS, solved_if_unknown=False),
     PaperRow("binary_addition", "lstm", None, _CS, solved_if_unknown=False),
     PaperRow("binary_addition", "transformer", None, _CS, solved_if_unknown=False),
+    # the six tasks and three memory-augmented models added for Table 2 whole (issue 56)
+    *_table2_rest(),
 ]
 PAPERS = {"deletang2023": DELETANG_2023}
 
@@ -162,27 +216,32 @@ def _fits_nowhere(fits: float | None) -> bool:
     return fits is not None and not pd.isna(fits) and fits < SOLVED
 
 
-def _verdict(ours_solved: bool, paper_solved: bool, fits: float | None) -> str:
+def _verdict(ours_solved: bool, paper_solved: bool | None, fits: float | None) -> str:
     """Agrees by the maximum over runs: ``ours_solved`` is our maximum >= 90."""
     if _fits_nowhere(fits):
         return "inconclusive"  # never learnt N: says nothing about extrapolation either way
+    if paper_solved is None:
+        return NO_ANCHOR  # nothing of the paper's read here to agree with
     return "agree" if ours_solved == paper_solved else "disagree"
 
 
-def _every_seed(hits: int, n: int, paper_solved: bool, fits: float | None) -> str:
+def _every_seed(hits: int, n: int, paper_solved: bool | None, fits: float | None) -> str:
     """Agrees in every seed: all ``n`` reported seeds >= 90 against a solved row, none
     against an unsolved one; "" before any reported seed."""
     if not n:
         return ""
     if _fits_nowhere(fits):
         return "inconclusive"
+    if paper_solved is None:
+        return NO_ANCHOR
     return "agree" if hits == (n if paper_solved else 0) else "disagree"
 
 
 def _tally(verdicts: pd.Series) -> str:
-    """``2 agree, 1 disagree, 3 inconclusive``."""
+    """``2 agree, 1 disagree, 3 inconclusive`` (and ``, 4 no anchor`` where any has none)."""
     count = verdicts.fillna("").value_counts()
-    return ", ".join(f"{int(count.get(v, 0))} {v}" for v in ("agree", "disagree", "inconclusive"))
+    kinds = ("agree", "disagree", "inconclusive") + ((NO_ANCHOR,) if count.get(NO_ANCHOR) else ())
+    return ", ".join(f"{int(count.get(v, 0))} {v}" for v in kinds)
 
 
 def _text(value) -> str:
@@ -193,6 +252,13 @@ def _pct(value: float) -> str:
     return "" if pd.isna(value) else f"{value:.1f}"
 
 
+# what the paper column says of a row whose number was not read: the text's claim, if any
+_UNREAD = {
+    True: "solved (text; Table 2 not confirmed)",
+    False: "unsolved (text; Table 2 not confirmed)",
+}
+
+
 def paper_markdown(table: pd.DataFrame, name: str) -> str:
     """``table`` as the page's Markdown table, with its tally of verdicts."""
     header = ["task", "arch", "chance", "paper", "ours: max over runs", "fits N: best val"]
@@ -200,8 +266,7 @@ def paper_markdown(table: pd.DataFrame, name: str) -> str:
     header += ["seeds >= 90 [Wilson]", "agrees by the max over runs", "agrees in every seed"]
     body = []
     for _, r in table.iterrows():
-        unread = "solved" if r["paper_solved"] else "unsolved"
-        paper = _pct(r["paper"]) or f"{unread} (text; Table 2 not confirmed)"
+        paper = _pct(r["paper"]) or _UNREAD.get(r["paper_solved"], "not confirmed")
         # a row whose reported seeds have not run yet (a grid in progress) says so
         mean, rate = "no reported seed yet", ""
         if r["n"]:
