@@ -214,4 +214,4 @@ def test_the_deletang_step_it_times_is_their_training_step():
     seconds = deletang_step._step(model, optimizer, batch)
     norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()]))
     assert seconds > 0 and float(norm) <= deletang_step.CLIP + 1e-5
-    assert any(not torch.equal(a, p) for a, p in zip(before, model.parameters()))
+    assert any(not torch.equal(a, p) for a, p in zip(before, model.parameters(), strict=True))
