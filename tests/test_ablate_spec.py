@@ -145,6 +145,9 @@ def test_shipped_grid_sizes(shipped):
     assert sizes["chomsky_faithful_budget"] == 3  # even pairs / LSTM at 4,000 steps x 3 seeds
     # issue 56's budget check: 3 memory models x 5 string tasks, 1 seed each
     assert sizes["chomsky_memory_budget"] == 3 * 5
+    # the rows it can decide on a CPU: 3 memory models x 4 regular tasks + the 2 budget-check
+    # rows that fit N, 3 seeds each
+    assert sizes["chomsky_memory_cpu"] == (3 * 4 + 2) * 3
     # 46 cells (associative_recall 4 shapes x 5 archs, parity_check 6, 4 tasks x 5): 4 rates
     # on 3 selection seeds + the 10 reported seeds at the chosen one
     assert sizes["mixers"] == 46 * (4 * 3 + 10)
@@ -169,6 +172,20 @@ def test_the_cpu_string_grid_is_the_gpu_grids_recurrent_string_rows_at_seeds_0_t
         and not run[0].startswith(("parity_check", "modular_arithmetic"))
     }
     assert runs("chomsky_strings_cpu") == gpu and len(gpu) == 10 * 3
+
+
+def test_the_memory_cpu_grid_repeats_the_budget_checks_seed_0_runs_that_fit(shipped):
+    # seed 0 of its two string rows is the budget check's run exactly (a replication check)
+    def runs(name):
+        return {(r.run_id, r.config, r.overrides) for r in shipped[name][1]}
+
+    budget = {
+        run
+        for run in runs("chomsky_memory_budget")
+        if run[0].startswith(("reverse_string_stack_rnn", "stack_manipulation_tape_rnn"))
+    }
+    again = {run for run in runs("chomsky_memory_cpu") if run[0].endswith("__seed=0")}
+    assert len(budget) == 2 and budget <= again
 
 
 def test_mixers_grid_gives_every_arch_of_a_task_the_same_rates(shipped):
