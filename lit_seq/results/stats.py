@@ -10,9 +10,11 @@ split between solved and not. A Student-t interval, mean ± t·s/sqrt(n), ignore
   end is a quantile of resampled means, so it stays inside the seeds' own range, hence inside
   any bound the metric has (an accuracy's [0, 1]): no clipping is needed. Where BCa is
   undefined (all values equal: no spread to correct) the interval is the percentile one and
-  says why (``Interval.reason``). Worked example: [0.9, 1.0, 0.8, 0.7, 0.95] -> 0.87
-  [0.75, 0.95]. No bootstrap covers at 3 seeds (:mod:`lit_seq.results.coverage` measures
-  it): read an interval with its n, and a difference with its sign-flip p.
+  says why (``Interval.reason``). Worked example: one seed at chance among four solved,
+  [0.5, 0.98, 0.99, 1.0, 1.0] -> 0.894 [0.596, 0.996], where the percentile interval,
+  [0.696, 0.998], underweights the seed at chance. No bootstrap covers at 3 seeds, nor
+  quite at 10 (87-90% of 95%: :mod:`lit_seq.results.coverage` measures it): read an
+  interval with its n (``UNDER_COVERS_NOTE``), and a difference with its sign-flip p.
 - success rate (seeds that solve a test set): the Wilson interval (:func:`wilson_interval`),
   4 of 5 -> [0.376, 0.964], which stays in [0, 1] and is not empty at 0/n or n/n.
 - a paired difference (two cells on the same seeds): the bootstrap interval of the mean
