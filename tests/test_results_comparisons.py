@@ -13,7 +13,7 @@ from lit_seq.results.comparisons import (
     read_pairs,
 )
 from lit_seq.results.fits import FitRule
-from lit_seq.results.stats import bh_q_values
+from lit_seq.results.stats import bh_q_values, under_covers_note
 from lit_seq.results.tables import aggregate_table, runs_table
 
 
@@ -195,3 +195,22 @@ def test_each_side_says_how_many_seeds_fit_n_by_the_pages_rule():
     assert "fits N: seeds with val/acc >= 0.9" in comparisons_markdown(
         table, FitRule("val/acc", 0.9)
     )
+
+
+def test_each_row_gives_p_b_above_a_over_the_shared_seeds():
+    runs, aggregate = _tables()
+    # residual=true, none vs sinusoidal: +0.10 on seeds 0-5; make seed 0 a tie and seed 1
+    # a loss: (0.5 + 0 + 4) / 6 = 0.75 beside a mean difference of (0 - 0.1 + 0.4) / 6
+    b = runs["cell"].str.endswith("residual=True__pos_mode=none")
+    runs.loc[b & runs["seed"].isin([0, 1]), "range_ood/acc_ood"] = [0.50, 0.41]
+    table = comparisons_table(runs, aggregate, block_pairs(runs, aggregate))
+    row = table[(table["held"] == "residual=true") & (table["axis"] == "pos_mode")].iloc[0]
+    assert row["difference"] == pytest.approx(0.05) and row["p_b_above_a"] == pytest.approx(0.75)
+    assert row["ci_method"] == "BCa"
+    assert list(table.columns).index("p_b_above_a") == list(table.columns).index("p") - 1
+    text = comparisons_markdown(table)
+    assert "| b - a [95% BCa] | P(b > a) | sign-flip p |" in text
+    assert "| +0.050 [" in text and "] | 0.75 | " in text
+    # every difference is one value (-0.20, or -0.10) on every seed: a point, and why
+    assert table["ci_method"].iloc[0] == "percentile: all values equal: a point"
+    assert under_covers_note([6]).strip() in text  # 6 seeds: the intervals under-cover

@@ -9,24 +9,40 @@ from lit_seq.compare import main as compare_main
 from lit_seq.record import RunRecord, write_record
 from lit_seq.results.compare import difference_lines, selection_notes
 from lit_seq.results.stats import (
+    UNDER_COVERS_NOTE,
     bh_q_values,
+    bootstrap_ends,
     bootstrap_interval,
+    pages_ends,
     paired_difference,
+    share_above,
     sign_flip_p,
     smallest_sign_flip_p,
     success_rate,
+    under_covers_note,
     wilson_interval,
 )
 from lit_seq.results.tables import aggregate_table, runs_table
 
 
 def test_bootstrap_interval_worked_example_is_seeded():
-    # [0.9, 1.0, 0.8, 0.7, 0.95]: mean 0.87; 10,000 resamples from generator seed 0 put the
-    # 2.5% and 97.5% resampled means at 0.77 and 0.96, every time
+    # [0.9, 1.0, 0.8, 0.7, 0.95]: mean 0.87; 10,000 resamples from generator seed 0; nearly
+    # symmetric, so BCa moves the percentile ends (0.77, 0.96) by less than 1e-6
     interval = bootstrap_interval([0.9, 1.0, 0.8, 0.7, 0.95])
     assert interval.n == 5 and interval.mean == pytest.approx(0.87)
     assert (interval.low, interval.high) == pytest.approx((0.77, 0.96))
+    assert (interval.method, interval.reason) == ("BCa", "")
     assert bootstrap_interval([0.9, 1.0, 0.8, 0.7, 0.95]) == interval
+
+
+def test_bca_reaches_toward_the_seed_the_percentile_interval_underweights():
+    # four seeds solve, one sits at chance: resampled means are skewed left (few resamples
+    # draw 0.5 twice), and BCa moves the low end from the percentile's 0.696 down to 0.596
+    values = [0.5, 0.98, 0.99, 1.0, 1.0]
+    percentile = bootstrap_ends(np.array([values]))["percentile"]
+    assert (percentile[0][0], percentile[1][0]) == pytest.approx((0.696, 0.998))
+    interval = bootstrap_interval(values)
+    assert (interval.low, interval.high) == pytest.approx((0.596, 0.996))
 
 
 def test_bootstrap_interval_of_few_or_equal_values():
@@ -34,6 +50,19 @@ def test_bootstrap_interval_of_few_or_equal_values():
     assert math.isnan(bootstrap_interval([]).mean)
     same = bootstrap_interval([1.0, 1.0, 1.0])
     assert (same.mean, same.low, same.high) == (1.0, 1.0, 1.0)
+    # BCa's acceleration is 0/0 on equal values: the percentile interval, and why
+    assert (same.method, same.reason) == ("percentile", "all values equal: a point")
+
+
+def test_bca_falls_back_to_the_percentile_interval_where_it_is_nan():
+    # unequal, but the jackknife's squared spread (1e-600) underflows to 0: BCa is 0/0
+    tiny = bootstrap_interval([0.0, 1e-300, 2e-300])
+    assert tiny.method == "percentile" and tiny.reason.startswith("BCa undefined")
+    assert (tiny.low, tiny.high) == (0.0, 2e-300)  # the percentile ends, finite
+    ends = bootstrap_ends(np.array([[0.0, 1e-300, 2e-300], [0.1, 0.5, 0.3]]))
+    low, high = pages_ends(ends)
+    assert math.isnan(ends["BCa"][0][0]) and low[0] == 0.0 and high[0] == 2e-300
+    assert (low[1], high[1]) == (ends["BCa"][0][1], ends["BCa"][1][1])  # BCa where defined
 
 
 @pytest.mark.parametrize(
@@ -45,6 +74,8 @@ def test_bootstrap_interval_of_few_or_equal_values():
         [0.0, 1.0],
         [0.0, 1.0, 1.0, 1.0, 1.0, 0.02, 0.99, 1.0, 1.0, 0.5],
         list(np.random.default_rng(3).beta(0.3, 0.3, size=5)),  # piled at both ends
+        [0.5, 0.98, 0.99, 1.0, 1.0],  # skewed: BCa moves its ends, still inside
+        [1.0] * 9 + [0.0],
     ],
 )
 def test_no_interval_of_an_accuracy_leaves_0_1(values):
@@ -103,10 +134,28 @@ def test_paired_difference_uses_shared_seeds_and_words_the_verdict():
     assert paired_difference({0: 0.5}, {0: 0.6}).verdict.startswith("too few")
 
 
+def test_share_above_counts_the_seeds_b_wins_and_half_its_ties():
+    assert share_above([0.2, 0.0, -0.1, 0.3]) == pytest.approx((1 + 0.5 + 0 + 1) / 4)
+    # b solves 2 of 10 seeds a did not (+0.5) and loses 0.1 on the rest: the mean difference
+    # is +0.02, and b is above a on the same seed only 2 times in 10
+    split = [0.5, 0.5] + [-0.1] * 8
+    assert np.mean(split) == pytest.approx(0.02) and share_above(split) == pytest.approx(0.2)
+    assert math.isnan(share_above([]))
+    diff = paired_difference({0: 0.5, 1: 0.6, 2: 0.7, 5: 0.1}, {0: 0.6, 1: 0.6, 2: 0.4})
+    assert diff.p_above == pytest.approx((1 + 0.5 + 0) / 3)  # seed 5: not shared
+
+
+def test_the_under_covers_note_marks_tables_with_an_interval_over_few_seeds():
+    assert under_covers_note([10, 3]) == f"\n{UNDER_COVERS_NOTE}\n"
+    assert under_covers_note([10, 12]) == ""  # every interval over 10 seeds or more
+    assert under_covers_note([1, 0, math.nan, 10]) == ""  # n < 2: no interval to cover
+    assert "sign-flip p" in UNDER_COVERS_NOTE and "fewer than 10 seeds" in UNDER_COVERS_NOTE
+
+
 def test_difference_lines_say_what_few_seeds_cannot_show():
     diff = paired_difference({0: 0.50, 1: 0.60, 2: 0.55}, {0: 0.70, 1: 0.82, 2: 0.74})
     assert difference_lines(diff) == [
-        "mean difference +0.2033 [+0.1900, +0.2200] (95% bootstrap, n=3); sign-flip p = 0.25 "
+        "mean difference +0.2033 [+0.1933, +0.2200] (95% bootstrap, n=3); sign-flip p = 0.25 "
         "(exact: all 8 sign patterns): no difference detected",
         "3 seeds can never give p below 0.05 (their least p is 0.25): a difference needs at "
         "least 6 shared seeds to be detected",

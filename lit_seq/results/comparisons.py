@@ -1,7 +1,9 @@
 """A grid's comparisons, one table per page: paired differences with BH q across all of them.
 
 Every comparison of a page is one row: cells a and b, the metric, the shared seeds ``n``,
-both means, the mean difference b - a with its 95% bootstrap interval, the exact sign-flip
+both means, the mean difference b - a with its 95% bootstrap interval (``ci_method``: BCa,
+or the percentile interval and why), P(b > a) (``p_b_above_a``: the share of shared seeds
+where b scores above a, ties 1/2; it shows a split the mean hides), the exact sign-flip
 p and the Benjamini-Hochberg q over the page's rows (``lit_seq.results.stats``), and how many
 seeds of each side fit N (``fits_a``, ``fits_b``: ``k/n`` under the page's rule,
 :mod:`lit_seq.results.fits`). The verdict reads q, not p: with 50 comparisons at p < 0.05,
@@ -29,10 +31,17 @@ from lit_seq.results.best import score_column
 from lit_seq.results.compare import find_cell
 from lit_seq.results.fits import FitRule, fits_n, main_metrics, metric_values
 from lit_seq.results.markdown import markdown_table
-from lit_seq.results.stats import bh_q_values, paired_difference, verdict
+from lit_seq.results.stats import (
+    Interval,
+    bh_q_values,
+    paired_difference,
+    under_covers_note,
+    verdict,
+)
 
 COMPARISON_COLUMNS = ["id", "task", "block", "held", "axis", "a", "b", "cell_a", "cell_b", "metric"]
-COMPARISON_COLUMNS += ["n", "mean_a", "mean_b", "difference", "ci_low", "ci_high", "p", "q"]
+COMPARISON_COLUMNS += ["n", "mean_a", "mean_b", "difference", "ci_low", "ci_high", "ci_method"]
+COMPARISON_COLUMNS += ["p_b_above_a", "p", "q"]
 COMPARISON_COLUMNS += ["verdict", "fits_a", "fits_b", "select_edge"]
 
 
@@ -157,6 +166,8 @@ def comparisons_table(
                 "difference": diff.interval.mean,
                 "ci_low": diff.interval.low,
                 "ci_high": diff.interval.high,
+                "ci_method": _method(diff.interval),
+                "p_b_above_a": diff.p_above,
                 "p": diff.p,
                 "fits_a": fits_n(runs, pair["cell_a"], mains[pair["cell_a"]], fit),
                 "fits_b": fits_n(runs, pair["cell_b"], mains[pair["cell_b"]], fit),
@@ -173,6 +184,11 @@ def comparisons_table(
     return table
 
 
+def _method(interval: Interval) -> str:
+    """``BCa``, or ``percentile: <why BCa was undefined>``; "" without an interval."""
+    return f"{interval.method}: {interval.reason}" if interval.reason else interval.method
+
+
 def _signed(value: float) -> str:
     return "" if pd.isna(value) else f"{value:+.3f}"
 
@@ -182,7 +198,8 @@ def comparisons_markdown(table: pd.DataFrame, fit: FitRule | None = None) -> str
     rule its ``fits N`` columns count seeds by."""
     fit = fit or FitRule()
     header = ["row", "task", "block", "held", "axis", "a", "b", "metric", "n", "a mean", "b mean"]
-    header += ["b - a [95% bootstrap]", "sign-flip p", "BH q", "verdict", "a fits N", "b fits N"]
+    header += ["b - a [95% BCa]", "P(b > a)", "sign-flip p", "BH q", "verdict"]
+    header += ["a fits N", "b fits N"]
     header += ["selected at sweep end"]
     body = []
     for _, row in table.iterrows():
@@ -196,6 +213,7 @@ def comparisons_markdown(table: pd.DataFrame, fit: FitRule | None = None) -> str
                 row["mean_a"],
                 row["mean_b"],
                 interval,
+                row["p_b_above_a"],
                 row["p"],
                 row["q"],
                 row["verdict"],
@@ -209,4 +227,4 @@ def comparisons_markdown(table: pd.DataFrame, fit: FitRule | None = None) -> str
         f"fits N: seeds with {fit.text()} at the training length N (a side that fits N in no "
         "seed has not learnt the task)"
     )
-    return f"{title}\n\n" + markdown_table(header, body)
+    return f"{title}\n\n" + markdown_table(header, body) + under_covers_note(table["n"])

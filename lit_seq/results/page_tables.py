@@ -25,6 +25,7 @@ import yaml
 
 from lit_seq.results.compare import find_cell
 from lit_seq.results.markdown import markdown_table
+from lit_seq.results.stats import under_covers_note
 from lit_seq.results.tables import MIXED, summary_cell
 
 TABLE_KEYS = ("title", "columns", "rows")
@@ -103,4 +104,5 @@ def tables_markdown(tables: list[dict], aggregate: pd.DataFrame) -> str:
                 [label, *entries, str(row["n"]), _chosen(row), *([flag] if any(mixed) else [])]
             )
         parts.append(f"### {table['title']}\n\n" + markdown_table(header, body))
-    return "\n".join(parts)
+    shown = [by_cell.loc[cell, "n"] for table in tables for _, cell, _ in table["rows"]]
+    return "\n".join(parts) + under_covers_note(shown)

@@ -41,7 +41,12 @@ import pandas as pd
 from lit_seq.record import RANGE_OOD
 from lit_seq.results.fits import FitRule
 from lit_seq.results.markdown import markdown_table
-from lit_seq.results.stats import bootstrap_interval, success_rate, wilson_interval
+from lit_seq.results.stats import (
+    bootstrap_interval,
+    success_rate,
+    under_covers_note,
+    wilson_interval,
+)
 
 SOLVED = 90.0  # their bold: a score >= 90% solves the task
 NO_ANCHOR = "no anchor"  # the verdict of a row whose paper side was not read here
@@ -262,7 +267,7 @@ _UNREAD = {
 def paper_markdown(table: pd.DataFrame, name: str) -> str:
     """``table`` as the page's Markdown table, with its tally of verdicts."""
     header = ["task", "arch", "chance", "paper", "ours: max over runs", "fits N: best val"]
-    header += ["ours: mean [95% bootstrap]"]
+    header += ["ours: mean [95% BCa]"]
     header += ["seeds >= 90 [Wilson]", "agrees by the max over runs", "agrees in every seed"]
     body = []
     for _, r in table.iterrows():
@@ -293,4 +298,4 @@ def paper_markdown(table: pd.DataFrame, name: str) -> str:
         f"{_tally(table['verdict_every_seed'])} (inconclusive: no run of ours fits the "
         "training length N, best val < 90, whatever the paper says)"
     )
-    return f"{title}\n\n" + markdown_table(header, body)
+    return f"{title}\n\n" + markdown_table(header, body) + under_covers_note(table["n"])

@@ -35,7 +35,12 @@ from lit_seq.record import ENVIRONMENT_FIELDS, RunRecord, format_value
 from lit_seq.results.machines import mixed_machines
 from lit_seq.results.markdown import markdown_cell, markdown_table
 from lit_seq.results.selection import mark_selected, selection_text
-from lit_seq.results.stats import bootstrap_interval, success_rate, wilson_interval
+from lit_seq.results.stats import (
+    bootstrap_interval,
+    success_rate,
+    under_covers_note,
+    wilson_interval,
+)
 from lit_seq.util.io import atomic_write_text
 
 ID_COLUMNS = ["run_id", "block", "cell", "task", "arch"]
@@ -253,11 +258,11 @@ def aggregate_markdown(aggregate: pd.DataFrame) -> str:
         "# Aggregate: the main metrics per cell\n\n"
         "All columns (std, min, max, per-seed values, every metric and test set, speed): "
         "[aggregate.csv](aggregate.csv). Mean over the ok seeds [95% bootstrap interval over "
-        f"seeds]; success: seeds with the metric >= {SUCCESS_THRESHOLD} [95% Wilson interval]. "
+        f"seeds (BCa)]; success: seeds with the metric >= {SUCCESS_THRESHOLD} [95% Wilson interval]. "
         "Past the training length the metric is acc_ood (the positions no training sequence "
         "had) where the task has it.\n\n"
     )
-    return intro + markdown_table(header, body)
+    return intro + markdown_table(header, body) + under_covers_note(aggregate["n"])
 
 
 def summary_keys(rows: pd.DataFrame, metric: str) -> list[str]:
@@ -342,7 +347,7 @@ def summary_markdown(aggregate: pd.DataFrame) -> str:
         f"### {title}\n\n" + markdown_table(header, body)
         for title, header, body in task_summaries(aggregate)
     ]
-    return "\n".join(parts)
+    return "\n".join(parts) + under_covers_note(aggregate["n"])
 
 
 def print_aggregate(aggregate: pd.DataFrame, console: Console | None = None) -> None:
