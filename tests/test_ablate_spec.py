@@ -13,6 +13,9 @@ from lit_seq.ablate.spec import config_file, expand, load_spec, parse_spec
 from lit_seq.fit import BadInput, build_cli, check_config
 from tests.helpers import GRIDS, REPO
 
+STRING_TASKS = ("reverse_string", "stack_manipulation", "duplicate_string", "odds_first")
+STRING_TASKS += ("binary_addition",)
+
 
 def spec(**changes) -> dict:
     raw = {
@@ -145,6 +148,9 @@ def test_shipped_grid_sizes(shipped):
     assert sizes["chomsky_faithful_budget"] == 3  # even pairs / LSTM at 4,000 steps x 3 seeds
     # issue 56's budget check: 3 memory models x 5 string tasks, 1 seed each
     assert sizes["chomsky_memory_budget"] == 3 * 5
+    # the GPU grid: the 17 rows the CPU left at chance at N, the memory models on the five
+    # string tasks, the six tasks added last x six models; 10 seeds, one rate
+    assert sizes["chomsky_gpu"] == (17 + 3 * 5 + 6 * 6) * 10
     # the rows it can decide on a CPU: 3 memory models x 4 regular tasks + the 2 budget-check
     # rows that fit N, 3 seeds each
     assert sizes["chomsky_memory_cpu"] == (3 * 4 + 2) * 3
@@ -168,8 +174,8 @@ def test_the_cpu_string_grid_is_the_gpu_grids_recurrent_string_rows_at_seeds_0_t
         run
         for run in runs("chomsky_gpu")
         if run[0].endswith(("__seed=0", "__seed=1", "__seed=2"))
-        and "/transformer.yaml" not in run[1]
-        and not run[0].startswith(("parity_check", "modular_arithmetic"))
+        and run[1].endswith(("/rnn.yaml", "/lstm.yaml"))
+        and Path(run[1]).parts[-2] in STRING_TASKS
     }
     assert runs("chomsky_strings_cpu") == gpu and len(gpu) == 10 * 3
 

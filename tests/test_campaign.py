@@ -19,26 +19,29 @@ from lit_seq.campaign.archive import ArchiveError, import_archive, merge_grid, p
 from lit_seq.campaign.limited import run_limited
 from lit_seq.campaign.tiny import TINY_BLOCKS, tiny_grid
 from lit_seq.record import RunRecord, read_records, write_record
+from lit_seq.results.paper import MEMORY_ARCHS, NEW_TASKS
 from tests.helpers import REPO
 
 GRID = REPO / "ablations" / "chomsky_gpu.yaml"
 STRING_TASKS = {"reverse_string", "stack_manipulation", "duplicate_string", "odds_first"}
 STRING_TASKS |= {"binary_addition"}
+ARCHS = ("rnn", "lstm", "transformer", *MEMORY_ARCHS)
 
 
-def test_the_device_grid_is_deletangs_string_rows_at_10000_steps_and_their_middle_rate():
+def test_the_device_grid_is_the_rows_a_cpu_cannot_decide_at_10000_steps_and_their_middle_rate():
     runs = expand(load_spec(GRID))
-    assert len(runs) == 17 * 10 and len({r.cell for r in runs}) == 17
+    assert len(runs) == 68 * 10 and len({r.cell for r in runs}) == 68
     assert {r.seed for r in runs} == set(range(10))
     # configs/deletang/<task>/<arch>.yaml: their protocol's configs, one row each
     rows = {tuple(Path(r.config).parts[-2:]) for r in runs}
-    strings = {(t, f"{a}.yaml") for t in STRING_TASKS for a in ("rnn", "lstm", "transformer")}
+    strings = {(t, f"{a}.yaml") for t in STRING_TASKS for a in ARCHS}
+    added = {(t, f"{a}.yaml") for t in NEW_TASKS for a in ARCHS}
     assert all(r.config.startswith("configs/deletang/") for r in runs)
-    assert rows - strings == {
+    assert rows - strings - added == {
         ("parity_check", "transformer.yaml"),
         ("modular_arithmetic", "transformer.yaml"),
     }
-    assert strings <= rows
+    assert strings | added <= rows
     for run in runs:
         args = dict(a.lstrip("-").split("=", 1) for a in run.overrides if "=" in a)
         assert args["trainer.max_steps"] == "10000"
