@@ -151,9 +151,8 @@ def test_shipped_grid_sizes(shipped):
     # the GPU grid: the 17 rows the CPU left at chance at N, the memory models on the five
     # string tasks, the six tasks added last x six models; 10 seeds, one rate
     assert sizes["chomsky_gpu"] == (17 + 3 * 5 + 6 * 6) * 10
-    # the rows it can decide on a CPU: 3 memory models x 4 regular tasks + the 2 budget-check
-    # rows that fit N, 3 seeds each
-    assert sizes["chomsky_memory_cpu"] == (3 * 4 + 2) * 3
+    # the rows it can decide on a CPU: 3 memory models x 4 regular tasks, 3 seeds each
+    assert sizes["chomsky_memory_cpu"] == 3 * 4 * 3
     # 46 cells (associative_recall 4 shapes x 5 archs, parity_check 6, 4 tasks x 5): 4 rates
     # on 3 selection seeds + the 10 reported seeds at the chosen one
     assert sizes["mixers"] == 46 * (4 * 3 + 10)
@@ -178,20 +177,6 @@ def test_the_cpu_string_grid_is_the_gpu_grids_recurrent_string_rows_at_seeds_0_t
         and Path(run[1]).parts[-2] in STRING_TASKS
     }
     assert runs("chomsky_strings_cpu") == gpu and len(gpu) == 10 * 3
-
-
-def test_the_memory_cpu_grid_repeats_the_budget_checks_seed_0_runs_that_fit(shipped):
-    # seed 0 of its two string rows is the budget check's run exactly (a replication check)
-    def runs(name):
-        return {(r.run_id, r.config, r.overrides) for r in shipped[name][1]}
-
-    budget = {
-        run
-        for run in runs("chomsky_memory_budget")
-        if run[0].startswith(("reverse_string_stack_rnn", "stack_manipulation_tape_rnn"))
-    }
-    again = {run for run in runs("chomsky_memory_cpu") if run[0].endswith("__seed=0")}
-    assert len(budget) == 2 and budget <= again
 
 
 def test_mixers_grid_gives_every_arch_of_a_task_the_same_rates(shipped):
