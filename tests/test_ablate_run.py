@@ -332,4 +332,6 @@ blocks:
     assert list(zip(rows["task"], rows["arch"], rows["paper"], strict=True)) == [
         ("parity_check", "rnn", 100.0)
     ]
-    assert "| parity_check | rnn | 50.0 | 100.0 |" in (out / "paper.md").read_text()
+    # N = 8, range evaluation every 4th length up to 2 N: the score averages lengths 12 and 16
+    page = (out / "paper.md").read_text()
+    assert "| parity_check | rnn | lengths 12-16 every 4, chance 50 | 100.0 |" in page

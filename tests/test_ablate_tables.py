@@ -174,7 +174,7 @@ def test_aggregate_md_shows_the_main_metrics_long_form_and_links_the_full_csv():
     assert table[0] == "| cell | n | metric | mean [95% interval] | success [95% interval] |"
     assert table[2:] == [
         "| b | 2 | test acc | 1.000 [1.000, 1.000] | 2/2 [0.34, 1.00] |",  # equal seeds
-        "|  |  | test_len20 acc_ood | 0.505 [0.500, 0.510] | 0/2 [0.00, 0.66] |",
+        "|  |  | test_len20 acc_ood (length 20) | 0.505 [0.500, 0.510] | 0/2 [0.00, 0.66] |",
     ]
     wide = aggregate_markdown(aggregate_table(_runs())).splitlines()
     assert max(line.count("|") for line in wide) == 6  # 5 columns, however many metrics

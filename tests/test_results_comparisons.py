@@ -206,11 +206,11 @@ def test_each_row_gives_p_b_above_a_over_the_shared_seeds():
     table = comparisons_table(runs, aggregate, block_pairs(runs, aggregate))
     row = table[(table["held"] == "residual=true") & (table["axis"] == "pos_mode")].iloc[0]
     assert row["difference"] == pytest.approx(0.05) and row["p_b_above_a"] == pytest.approx(0.75)
-    assert row["ci_method"] == "BCa"
+    assert row["ci_method"] == "expanded BCa"
     assert list(table.columns).index("p_b_above_a") == list(table.columns).index("p") - 1
     text = comparisons_markdown(table)
-    assert "| b - a [95% BCa] | P(b > a) | sign-flip p |" in text
+    assert "| b - a [95% expanded BCa] | P(b > a) | sign-flip p |" in text
     assert "| +0.050 [" in text and "] | 0.75 | " in text
     # every difference is one value (-0.20, or -0.10) on every seed: a point, and why
-    assert table["ci_method"].iloc[0] == "percentile: all values equal: a point"
+    assert table["ci_method"].iloc[0] == "expanded percentile: all values equal: a point"
     assert under_covers_note([6]).strip() in text  # 6 seeds: the intervals under-cover

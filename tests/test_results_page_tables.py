@@ -29,7 +29,7 @@ def test_a_table_shows_each_named_cell_with_its_aggregate_numbers(tmp_path):
     # past N: sinusoidal 0.50 + 0.01 s over seeds 0-5 (mean 0.525); none adds 0.10
     sinusoidal, nope = lines[4], lines[5]
     assert sinusoidal == (
-        "| sinusoidal | 1.000 [1.000, 1.000]; 6/6 [0.61, 1.00] | 0.525 [0.512, 0.538] | 6 "
+        "| sinusoidal | 1.000 [1.000, 1.000]; 6/6 [0.61, 1.00] | 0.525 [0.507, 0.543] | 6 "
         "| shipped |"
     )
     assert nope.startswith("| NoPE | - | 0.625 [") and nope.endswith("| 6 | shipped |")

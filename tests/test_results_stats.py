@@ -4,20 +4,25 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from lit_seq.compare import main as compare_main
 from lit_seq.record import RunRecord, write_record
 from lit_seq.results.compare import difference_lines, selection_notes
 from lit_seq.results.stats import (
+    MAX_LEVEL,
     UNDER_COVERS_NOTE,
     bh_q_values,
     bootstrap_ends,
     bootstrap_interval,
+    clip_ends,
+    expanded_level,
     pages_ends,
     paired_difference,
     share_above,
     sign_flip_p,
     smallest_sign_flip_p,
+    studentized_ends,
     success_rate,
     under_covers_note,
     wilson_interval,
@@ -26,23 +31,52 @@ from lit_seq.results.tables import aggregate_table, runs_table
 
 
 def test_bootstrap_interval_worked_example_is_seeded():
-    # [0.9, 1.0, 0.8, 0.7, 0.95]: mean 0.87; 10,000 resamples from generator seed 0; nearly
-    # symmetric, so BCa moves the percentile ends (0.77, 0.96) by less than 1e-6
+    # [0.9, 1.0, 0.8, 0.7, 0.95]: mean 0.87; 10,000 resamples from generator seed 0; the
+    # 95% BCa is (0.77, 0.96), the expanded BCa asks for 99.8% at 5 seeds: (0.70, 0.98)
     interval = bootstrap_interval([0.9, 1.0, 0.8, 0.7, 0.95])
     assert interval.n == 5 and interval.mean == pytest.approx(0.87)
-    assert (interval.low, interval.high) == pytest.approx((0.77, 0.96))
-    assert (interval.method, interval.reason) == ("BCa", "")
+    assert (interval.low, interval.high) == pytest.approx((0.70, 0.98))
+    assert (interval.method, interval.reason) == ("expanded BCa", "")
     assert bootstrap_interval([0.9, 1.0, 0.8, 0.7, 0.95]) == interval
+    ends = bootstrap_ends(np.array([[0.9, 1.0, 0.8, 0.7, 0.95]]))
+    assert (ends["BCa"][0][0], ends["BCa"][1][0]) == pytest.approx((0.77, 0.96))
+
+
+def test_the_expanded_level_widens_the_normal_quantile_to_a_scaled_t_one():
+    # n = 10: sqrt(10/9) x t_{0.025, 9} = 1.054 x 2.262 = 2.384 -> 2 x Phi(-2.384) = 0.0171
+    assert expanded_level(10) == pytest.approx(0.98290, abs=1e-5)
+    assert expanded_level(5) == pytest.approx(0.99809, abs=1e-5)
+    assert expanded_level(1000) == pytest.approx(0.95, abs=1e-3)  # the plain level at large n
+    assert expanded_level(2) == MAX_LEVEL  # 1 - 1.6e-72 would round to 1: capped
 
 
 def test_bca_reaches_toward_the_seed_the_percentile_interval_underweights():
     # four seeds solve, one sits at chance: resampled means are skewed left (few resamples
-    # draw 0.5 twice), and BCa moves the low end from the percentile's 0.696 down to 0.596
+    # draw 0.5 twice), and BCa moves the low end from the percentile's 0.696 down to 0.596;
+    # the expanded BCa, at 99.8%, down to the seed at chance itself
     values = [0.5, 0.98, 0.99, 1.0, 1.0]
-    percentile = bootstrap_ends(np.array([values]))["percentile"]
-    assert (percentile[0][0], percentile[1][0]) == pytest.approx((0.696, 0.998))
+    ends = bootstrap_ends(np.array([values]))
+    assert (ends["percentile"][0][0], ends["percentile"][1][0]) == pytest.approx((0.696, 0.998))
+    assert (ends["BCa"][0][0], ends["BCa"][1][0]) == pytest.approx((0.596, 0.996))
     interval = bootstrap_interval(values)
-    assert (interval.low, interval.high) == pytest.approx((0.596, 0.996))
+    assert (interval.low, interval.high) == pytest.approx((0.5, 0.998))
+
+
+def test_bootstrap_t_leaves_the_range_a_clip_brings_it_back():
+    values = np.array([[0.5, 0.98, 0.99, 1.0, 1.0]])
+    low, high = studentized_ends(values)
+    assert low[0] == pytest.approx(-3.958, abs=1e-3) and high[0] == pytest.approx(1.057, abs=1e-3)
+    clipped = clip_ends((low, high), (0.0, 1.0))
+    assert (clipped[0][0], clipped[1][0]) == (0.0, 1.0)
+
+
+def test_bootstrap_t_is_near_the_student_t_interval_on_symmetric_values():
+    values = [0.8, 0.82, 0.85, 0.9, 0.88, 0.79, 0.91, 0.84, 0.86, 0.83]
+    half = stats.t.ppf(0.975, 9) * np.std(values, ddof=1) / np.sqrt(10)  # 0.0293
+    low, high = studentized_ends(np.array([values]))
+    assert (low[0], high[0]) == pytest.approx(
+        (np.mean(values) - half, np.mean(values) + half), abs=0.005
+    )
 
 
 def test_bootstrap_interval_of_few_or_equal_values():
@@ -50,19 +84,20 @@ def test_bootstrap_interval_of_few_or_equal_values():
     assert math.isnan(bootstrap_interval([]).mean)
     same = bootstrap_interval([1.0, 1.0, 1.0])
     assert (same.mean, same.low, same.high) == (1.0, 1.0, 1.0)
-    # BCa's acceleration is 0/0 on equal values: the percentile interval, and why
-    assert (same.method, same.reason) == ("percentile", "all values equal: a point")
+    # BCa's acceleration is 0/0 on equal values: the expanded percentile interval, and why
+    assert (same.method, same.reason) == ("expanded percentile", "all values equal: a point")
 
 
 def test_bca_falls_back_to_the_percentile_interval_where_it_is_nan():
     # unequal, but the jackknife's squared spread (1e-600) underflows to 0: BCa is 0/0
     tiny = bootstrap_interval([0.0, 1e-300, 2e-300])
-    assert tiny.method == "percentile" and tiny.reason.startswith("BCa undefined")
+    assert tiny.method == "expanded percentile" and tiny.reason.startswith("BCa undefined")
     assert (tiny.low, tiny.high) == (0.0, 2e-300)  # the percentile ends, finite
     ends = bootstrap_ends(np.array([[0.0, 1e-300, 2e-300], [0.1, 0.5, 0.3]]))
     low, high = pages_ends(ends)
-    assert math.isnan(ends["BCa"][0][0]) and low[0] == 0.0 and high[0] == 2e-300
-    assert (low[1], high[1]) == (ends["BCa"][0][1], ends["BCa"][1][1])  # BCa where defined
+    assert math.isnan(ends["expanded BCa"][0][0]) and low[0] == 0.0 and high[0] == 2e-300
+    expanded = ends["expanded BCa"]
+    assert (low[1], high[1]) == (expanded[0][1], expanded[1][1])  # expanded BCa where defined
 
 
 @pytest.mark.parametrize(
@@ -75,6 +110,7 @@ def test_bca_falls_back_to_the_percentile_interval_where_it_is_nan():
         [0.0, 1.0, 1.0, 1.0, 1.0, 0.02, 0.99, 1.0, 1.0, 0.5],
         list(np.random.default_rng(3).beta(0.3, 0.3, size=5)),  # piled at both ends
         [0.5, 0.98, 0.99, 1.0, 1.0],  # skewed: BCa moves its ends, still inside
+        [0.98, 0.99, 1.0],  # expanded to 99.99999% at 3 seeds: still the seeds' range
         [1.0] * 9 + [0.0],
     ],
 )
@@ -155,7 +191,7 @@ def test_the_under_covers_note_marks_tables_with_an_interval_over_few_seeds():
 def test_difference_lines_say_what_few_seeds_cannot_show():
     diff = paired_difference({0: 0.50, 1: 0.60, 2: 0.55}, {0: 0.70, 1: 0.82, 2: 0.74})
     assert difference_lines(diff) == [
-        "mean difference +0.2033 [+0.1933, +0.2200] (95% bootstrap, n=3); sign-flip p = 0.25 "
+        "mean difference +0.2033 [+0.1900, +0.2200] (95% bootstrap, n=3); sign-flip p = 0.25 "
         "(exact: all 8 sign patterns): no difference detected",
         "3 seeds can never give p below 0.05 (their least p is 0.25): a difference needs at "
         "least 6 shared seeds to be detected",

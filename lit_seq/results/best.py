@@ -20,7 +20,8 @@ past the training length averaged over the range evaluation's lengths (an ``acc`
 longer sequence would also count its first N positions), or without a range evaluation
 the longest test set's ``acc_ood``; for one label per sequence (or ``exact``)
 ``range_ood/<main>`` (Delétang's score), or without a range evaluation the longest test
-set's ``<main>`` (seq2seq: ``test_len20/exact``).
+set's ``<main>`` (seq2seq: ``test_len20/exact``); ``scored_on`` names its lengths and
+chance level (:func:`~lit_seq.results.scored_on.scored_on`: ``lengths 41-200, chance 0.5``).
 Every ok run of the group counts, the ones a ``select:`` block did not report included: a
 group's rows are all the models trained for it. The mean and 95% bootstrap interval over
 seeds beside it come from the aggregate (the cell holding the best-by-validation run),
@@ -36,10 +37,11 @@ import pandas as pd
 
 from lit_seq.record import RANGE_OOD
 from lit_seq.results.markdown import markdown_table
+from lit_seq.results.scored_on import scored_on
 from lit_seq.results.selection import lower_is_better
 from lit_seq.results.tables import NOT_AXES
 
-BEST_COLUMNS = ["task", "arch", "group", "runs", "failed", "score"]
+BEST_COLUMNS = ["task", "arch", "group", "runs", "failed", "score", "scored_on"]
 BEST_COLUMNS += ["best_by_val", "val", "best_by_val_score", "val_ties", "tied_score", "tied_runs"]
 BEST_COLUMNS += ["max", "max_run"]
 BEST_COLUMNS += ["cell_mean", "cell_ci_low", "cell_ci_high", "cell_n", "cell_values"]
@@ -99,6 +101,7 @@ def best_row(rows: pd.DataFrame, aggregate: pd.DataFrame) -> dict:
         "runs": len(ok),
         "failed": len(rows) - len(ok),
         "score": score,
+        "scored_on": scored_on(rows, score),  # its lengths and chance level
     }
     judged = ok.dropna(subset=[val]) if val in ok else ok.iloc[0:0]
     if not judged.empty:
@@ -221,7 +224,9 @@ def best_markdown(table: pd.DataFrame) -> str:
         body = []
         for _, row in rows.iterrows():
             cells = [row["task"], row["arch"], *([row["group"]] if level == "cell" else [])]
-            cells += [row["score"], _best_text(row), _best_score(row)]
+            label = _text(row["scored_on"])
+            score = f"{row['score']} ({label})" if label else row["score"]
+            cells += [score, _best_text(row), _best_score(row)]
             cells += [_run_text(row["max_run"], row["max"])]
             failed = f" ({row['failed']} failed)" if row["failed"] else ""
             cells += [_interval(row), f"{row['runs']}{failed}"]

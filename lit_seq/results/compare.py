@@ -10,7 +10,7 @@ What ``lit_seq.compare`` prints below its per-seed table is :func:`difference_li
 mean difference, its 95% bootstrap interval, the exact sign-flip p and the verdict, and
 what too few seeds cannot show) and :func:`selection_notes` (how each cell's ``select:``
 chose, flagged when the winner ends its sweep). Worked example: b - a = [0.20, 0.22, 0.19]
--> ``mean difference +0.2033 [+0.1933, +0.2200] (95% bootstrap, n=3); sign-flip p = 0.25
+-> ``mean difference +0.2033 [+0.1900, +0.2200] (95% bootstrap, n=3); sign-flip p = 0.25
 (exact: all 8 sign patterns): no difference detected``, then that 3 seeds can never give
 p below 0.05 (their least p is 0.25).
 """

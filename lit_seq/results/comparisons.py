@@ -1,9 +1,10 @@
 """A grid's comparisons, one table per page: paired differences with BH q across all of them.
 
 Every comparison of a page is one row: cells a and b, the metric, the shared seeds ``n``,
-both means, the mean difference b - a with its 95% bootstrap interval (``ci_method``: BCa,
-or the percentile interval and why), P(b > a) (``p_b_above_a``: the share of shared seeds
-where b scores above a, ties 1/2; it shows a split the mean hides), the exact sign-flip
+both means, the mean difference b - a with its 95% bootstrap interval (``ci_method``:
+expanded BCa, or the expanded percentile interval and why), P(b > a) (``p_b_above_a``: the
+share of shared seeds where b scores above a, ties 1/2; it shows a split the mean hides),
+the exact sign-flip
 p and the Benjamini-Hochberg q over the page's rows (``lit_seq.results.stats``), and how many
 seeds of each side fit N (``fits_a``, ``fits_b``: ``k/n`` under the page's rule,
 :mod:`lit_seq.results.fits`). The verdict reads q, not p: with 50 comparisons at p < 0.05,
@@ -185,7 +186,7 @@ def comparisons_table(
 
 
 def _method(interval: Interval) -> str:
-    """``BCa``, or ``percentile: <why BCa was undefined>``; "" without an interval."""
+    """``expanded BCa``, or ``expanded percentile: <why BCa was undefined>``; "" without one."""
     return f"{interval.method}: {interval.reason}" if interval.reason else interval.method
 
 
@@ -198,7 +199,7 @@ def comparisons_markdown(table: pd.DataFrame, fit: FitRule | None = None) -> str
     rule its ``fits N`` columns count seeds by."""
     fit = fit or FitRule()
     header = ["row", "task", "block", "held", "axis", "a", "b", "metric", "n", "a mean", "b mean"]
-    header += ["b - a [95% BCa]", "P(b > a)", "sign-flip p", "BH q", "verdict"]
+    header += ["b - a [95% expanded BCa]", "P(b > a)", "sign-flip p", "BH q", "verdict"]
     header += ["a fits N", "b fits N"]
     header += ["selected at sweep end"]
     body = []

@@ -19,7 +19,8 @@ same score (``range_ood/acc``: the accuracy averaged over the test lengths past 
   ``verdict_every_seed`` (agrees in every seed) each reported seed: every one >= 90 against
   a solved row, none against an unsolved one ("" before any reported seed has run). A
   grid without validation scores leaves ``fits`` empty and is judged as if it fits.
-  ``chance`` (the task's, x 100) beside it. Like for like: our maximum against theirs; the
+  ``chance`` (the task's, x 100) beside it, and on the page with the lengths the score
+  averages (``scored_on``: ``lengths 41-200, chance 50``). Like for like: our maximum against theirs; the
   mean, the success rate and the every-seed verdict say how much of our maximum one lucky
   run carries.
 
@@ -41,6 +42,7 @@ import pandas as pd
 from lit_seq.record import RANGE_OOD
 from lit_seq.results.fits import FitRule
 from lit_seq.results.markdown import markdown_table
+from lit_seq.results.scored_on import scored_on
 from lit_seq.results.stats import (
     bootstrap_interval,
     success_rate,
@@ -164,7 +166,18 @@ DELETANG_2023 = [
 ]
 PAPERS = {"deletang2023": DELETANG_2023}
 
-PAPER_COLUMNS = ["task", "arch", "chance", "paper", "paper_solved", "max", "runs", "fits", "mean"]
+PAPER_COLUMNS = [
+    "task",
+    "arch",
+    "chance",
+    "scored_on",
+    "paper",
+    "paper_solved",
+    "max",
+    "runs",
+    "fits",
+    "mean",
+]
 PAPER_COLUMNS += ["ci_low"]
 PAPER_COLUMNS += ["ci_high", "n", "solved_seeds", "solved_low", "solved_high", "verdict"]
 PAPER_COLUMNS += ["verdict_every_seed"]
@@ -196,6 +209,7 @@ def side_by_side(runs: pd.DataFrame, rows: list[PaperRow]) -> pd.DataFrame:
                 "task": row.task,
                 "arch": row.arch,
                 "chance": chance.iloc[0] * 100 if len(chance) else None,
+                "scored_on": scored_on(mine, SCORE, scale=100),  # lengths, chance (x 100)
                 "paper": row.score,
                 "paper_solved": row.solved,
                 "max": every.max(),
@@ -266,8 +280,8 @@ _UNREAD = {
 
 def paper_markdown(table: pd.DataFrame, name: str) -> str:
     """``table`` as the page's Markdown table, with its tally of verdicts."""
-    header = ["task", "arch", "chance", "paper", "ours: max over runs", "fits N: best val"]
-    header += ["ours: mean [95% BCa]"]
+    header = ["task", "arch", f"scored on ({SCORE}, x 100)", "paper", "ours: max over runs"]
+    header += ["fits N: best val", "ours: mean [95% expanded BCa]"]
     header += ["seeds >= 90 [Wilson]", "agrees by the max over runs", "agrees in every seed"]
     body = []
     for _, r in table.iterrows():
@@ -282,7 +296,7 @@ def paper_markdown(table: pd.DataFrame, name: str) -> str:
             [
                 r["task"],
                 r["arch"],
-                _pct(r["chance"]),
+                _text(r.get("scored_on")),
                 paper,
                 f"{_pct(r['max'])} ({int(r['runs'])} runs)",
                 _pct(r["fits"]),

@@ -3,7 +3,8 @@
 ``runs``, ``aggregate`` and ``summary`` (:mod:`lit_seq.results.tables`), ``best``
 (:mod:`lit_seq.results.best`), ``comparisons`` (:mod:`lit_seq.results.comparisons`: the
 grid's own paired comparisons with BH q across them, and the seed-luck test of
-:mod:`lit_seq.results.seed_wins`) and the plots.
+:mod:`lit_seq.results.seed_wins`) and the plots (:mod:`lit_seq.results.plots`, and every
+run's score per cell, :mod:`lit_seq.results.strip`).
 """
 
 from pathlib import Path
@@ -25,6 +26,7 @@ from lit_seq.results.page_tables import read_tables, tables_markdown
 from lit_seq.results.paper import PAPER_FIT, PAPERS, paper_markdown, side_by_side
 from lit_seq.results.plots import write_plots
 from lit_seq.results.seed_wins import seed_wins, seed_wins_markdown
+from lit_seq.results.strip import write_strip_plots
 from lit_seq.results.tables import aggregate_table, print_aggregate, runs_table, write_tables
 from lit_seq.util.io import atomic_write_text
 
@@ -107,6 +109,6 @@ def build_report(
         beside = side_by_side(runs, PAPERS[paper])
         atomic_write_text(Path(out_dir) / "paper.csv", beside.to_csv(index=False))
         atomic_write_text(Path(out_dir) / "paper.md", paper_markdown(beside, paper))
-    plots = write_plots(out_dir, runs, by_id)
+    plots = write_plots(out_dir, runs, by_id) + write_strip_plots(out_dir, runs)
     print_aggregate(aggregate, console)
     return runs, aggregate, plots

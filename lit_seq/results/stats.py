@@ -4,17 +4,22 @@ A cell has a few seeds (3-10), and its accuracies sit in [0, 1], often piled at 
 split between solved and not. A Student-t interval, mean ± t·s/sqrt(n), ignores both: over
 [0.018, 0.6, 0.55] it reaches below 0. So, with ``scipy.stats`` doing the work:
 
-- mean over seeds: a seeded BCa bootstrap (:func:`bootstrap_interval`), the percentile
-  bootstrap's ends moved for the resampled means' bias and skew (Efron and Tibshirani 1993,
-  ch. 14; its coverage error falls as 1/n, the percentile's as 1/sqrt(n)). Either way each
-  end is a quantile of resampled means, so it stays inside the seeds' own range, hence inside
-  any bound the metric has (an accuracy's [0, 1]): no clipping is needed. Where BCa is
-  undefined (all values equal: no spread to correct) the interval is the percentile one and
-  says why (``Interval.reason``). Worked example: one seed at chance among four solved,
-  [0.5, 0.98, 0.99, 1.0, 1.0] -> 0.894 [0.596, 0.996], where the percentile interval,
-  [0.696, 0.998], underweights the seed at chance. No bootstrap covers at 3 seeds, nor
-  quite at 10 (87-90% of 95%: :mod:`lit_seq.results.coverage` measures it): read an
-  interval with its n (``UNDER_COVERS_NOTE``), and a difference with its sign-flip p.
+- mean over seeds: a seeded, expanded BCa bootstrap (:func:`bootstrap_interval`). The BCa
+  moves the percentile bootstrap's ends for the resampled means' bias and skew (Efron and
+  Tibshirani 1993, ch. 14); "expanded" (Hesterberg 2015) asks it for a wider level,
+  :func:`expanded_level`, whose normal quantile is sqrt(n/(n-1)) t_{n-1}'s (0.983 at 10
+  seeds), undoing the bootstrap's plug-in spread, too narrow by sqrt((n-1)/n), and its normal
+  tails. Plain BCa covers 87-90% of a stated 95% at 10 seeds, the expanded one 94-95% on
+  bounded scores (:mod:`lit_seq.results.coverage` measures both, and the bootstrap-t). Each
+  end is a quantile of resampled means, so it stays inside the seeds' own range, hence
+  inside any bound the metric has (an accuracy's [0, 1]): no clipping is needed. Where BCa
+  is undefined (all values equal: no spread to correct) the interval is the expanded
+  percentile one and says why (``Interval.reason``). Worked example: one seed at chance
+  among four solved, [0.5, 0.98, 0.99, 1.0, 1.0] -> 0.894 [0.500, 0.998], where the
+  percentile interval, [0.696, 0.998], underweights the seed at chance. At 3 seeds the
+  expanded level is 1 - 1.4e-7 and the interval is the seeds' range, which no bootstrap
+  fills to 95%: read an interval with its n (``UNDER_COVERS_NOTE``), and a difference with
+  its sign-flip p.
 - success rate (seeds that solve a test set): the Wilson interval (:func:`wilson_interval`),
   4 of 5 -> [0.376, 0.964], which stays in [0, 1] and is not empty at 0/n or n/n.
 - a paired difference (two cells on the same seeds): the bootstrap interval of the mean
@@ -39,8 +44,10 @@ from scipy.stats import (
     binomtest,
     bootstrap,
     false_discovery_control,
+    norm,
     permutation_test,
 )
+from scipy.stats import t as t_dist
 
 LEVEL = 0.95  # every interval's confidence level
 ALPHA = 0.05  # a p (or q) below this is a difference detected
@@ -49,15 +56,23 @@ RESAMPLES = 10_000  # bootstrap resamples (the 2.5% and 97.5% ends settle to ~0.
 SIGN_PATTERNS = 1 << 16  # exact sign-flip test up to 16 seeds, sampled patterns past it
 
 
-BCA, PERCENTILE = "BCa", "percentile"  # the pages' interval, and its stated fallback
+BCA, PERCENTILE = "BCa", "percentile"
+EXPANDED_BCA, EXPANDED_PERCENTILE = "expanded BCa", "expanded percentile"  # the pages' pair
+BOOTSTRAP_T = "bootstrap-t"  # measured beside them (coverage.py), not used by the pages
 # values resampled at once (samples x resamples x n): ~160 MB of float64 at most
 BATCH_VALUES = 20_000_000
+# the expanded level is capped here: at 3 seeds it is 1 - 1.4e-7 (both ends already the
+# extreme resampled means), at 2 it rounds to 1, where BCa's normal quantile is infinite
+MAX_LEVEL = 1 - 1e-9
+
+Bounds = tuple[float, float]  # (lowest, highest) a value can take; math.inf where unbounded
 
 
 @dataclass(frozen=True)
 class Interval:
     """Mean of ``n`` values with its 95% interval (NaN bounds when n < 2): ``method`` is
-    ``BCA``, or ``PERCENTILE`` with the ``reason`` BCa was undefined ("" when n < 2)."""
+    ``EXPANDED_BCA``, or ``EXPANDED_PERCENTILE`` with the ``reason`` BCa was undefined ("" when
+    n < 2)."""
 
     n: int
     mean: float
@@ -75,55 +90,109 @@ class Interval:
 Ends = tuple[np.ndarray, np.ndarray]  # (low, high), one of each per sample
 
 
-def bootstrap_ends(samples: np.ndarray, seed: int = SEED) -> dict[str, Ends]:
-    """The 95% percentile and BCa intervals of the mean of each row of ``samples`` (shape
-    (m, n), n >= 2), both from one seeded bootstrap distribution of ``RESAMPLES`` resampled
-    means per row. A BCa end is NaN where BCa is undefined (a row of equal values)."""
-    m, n = samples.shape
-    rng = np.random.default_rng(seed)
-    batch = max(1, min(RESAMPLES, BATCH_VALUES // (m * n)))
-    percentile = bootstrap(
-        (samples,),
-        np.mean,
-        axis=-1,
-        confidence_level=LEVEL,
-        n_resamples=RESAMPLES,
-        batch=batch,
-        method="percentile",
-        rng=rng,
-    )
+def expanded_level(n: int, level: float = LEVEL) -> float:
+    """Hesterberg's (2015) expanded level for ``n`` values: the level whose normal quantile is
+    sqrt(n / (n - 1)) t_{(1 - level)/2, n - 1}. A bootstrap's spread is the plug-in one,
+    sqrt((n - 1) / n) of the sample's, and it knows nothing of t's heavier tails at small n;
+    asking it for this wider level undoes both. n = 10: sqrt(10/9) x 2.262 = 2.384 -> tails
+    of 0.86%, level 0.983; n = 5: 0.998; capped at ``MAX_LEVEL`` (n <= 3)."""
+    tail = norm.cdf(math.sqrt(n / (n - 1)) * t_dist.ppf((1 - level) / 2, n - 1))
+    return min(1 - 2 * float(tail), MAX_LEVEL)
+
+
+def _scipy_ends(samples, rng, level, method, batch, reuse=None):
     with warnings.catch_warnings():  # equal values: BCa divides 0 by 0; NaN says so below
         warnings.simplefilter("ignore", category=RuntimeWarning)
         warnings.simplefilter("ignore", category=DegenerateDataWarning)
-        bca = bootstrap(
+        return bootstrap(
             (samples,),
             np.mean,
             axis=-1,
-            confidence_level=LEVEL,
-            n_resamples=0,  # the same resampled means: BCa only moves which quantiles
-            bootstrap_result=percentile,
+            confidence_level=level,
+            n_resamples=0 if reuse else RESAMPLES,  # reused: only which quantiles moves
+            bootstrap_result=reuse,
             batch=batch,
-            method="BCa",
+            method=method,
             rng=rng,
         )
-    ends = {PERCENTILE: percentile.confidence_interval, BCA: bca.confidence_interval}
-    return {k: (np.asarray(ci.low, float), np.asarray(ci.high, float)) for k, ci in ends.items()}
+
+
+def bootstrap_ends(samples: np.ndarray, seed: int = SEED) -> dict[str, Ends]:
+    """The 95% ``PERCENTILE``, ``BCA``, ``EXPANDED_PERCENTILE`` and ``EXPANDED_BCA`` intervals
+    of the mean of each row of ``samples`` (shape (m, n), n >= 2), all from one seeded
+    bootstrap distribution of ``RESAMPLES`` resampled means per row (the expanded ones at
+    :func:`expanded_level`). A BCa end is NaN where BCa is undefined (a row of equal values).
+    """
+    m, n = samples.shape
+    rng = np.random.default_rng(seed)
+    batch = max(1, min(RESAMPLES, BATCH_VALUES // (m * n)))
+    first = _scipy_ends(samples, rng, LEVEL, "percentile", batch)
+    wide = expanded_level(n)
+    results = {
+        PERCENTILE: first,
+        BCA: _scipy_ends(samples, rng, LEVEL, "BCa", batch, first),
+        EXPANDED_PERCENTILE: _scipy_ends(samples, rng, wide, "percentile", batch, first),
+        EXPANDED_BCA: _scipy_ends(samples, rng, wide, "BCa", batch, first),
+    }
+    return {
+        k: (
+            np.asarray(r.confidence_interval.low, float),
+            np.asarray(r.confidence_interval.high, float),
+        )
+        for k, r in results.items()
+    }
+
+
+def studentized_ends(samples: np.ndarray, seed: int = SEED) -> Ends:
+    """The 95% bootstrap-t interval of the mean of each row of ``samples`` (shape (m, n)):
+    mean - q_{0.975} se, mean - q_{0.025} se, with q the quantiles over ``RESAMPLES``
+    resamples of t* = (mean* - mean) / se* (Efron and Tibshirani 1993, ch. 12). scipy's
+    ``bootstrap`` has no studentized method, hence numpy here. A resample whose values are
+    all equal has no se* and is left out; at n = 2 every other resample has t* = 0, so the
+    interval is the point (the coverage simulation measures it only from n = 3)."""
+    m, n = samples.shape
+    rng = np.random.default_rng(seed)
+    mean = samples.mean(axis=1)
+    se = samples.std(axis=1, ddof=1) / math.sqrt(n)
+    quantiles = np.empty((m, 2))
+    rows = max(1, BATCH_VALUES // (2 * RESAMPLES * n))  # index and value arrays alike
+    for start in range(0, m, rows):
+        x = samples[start : start + rows]  # (b, n)
+        picks = rng.integers(0, n, size=(len(x), RESAMPLES, n))
+        drawn = np.take_along_axis(x[:, None, :], picks, axis=2)  # (b, R, n)
+        spread = drawn.std(axis=2, ddof=1) / math.sqrt(n)  # (b, R)
+        # a resample of equal values can keep a rounding-error spread: count it as none
+        none = spread <= 1e-12 * np.abs(x).max(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t_star = np.where(
+                none, np.nan, (drawn.mean(axis=2) - mean[start : start + rows, None]) / spread
+            )
+        low_q, high_q = np.nanquantile(t_star, [(1 - LEVEL) / 2, (1 + LEVEL) / 2], axis=1)
+        quantiles[start : start + rows] = np.stack([low_q, high_q], axis=1)
+    return mean - quantiles[:, 1] * se, mean - quantiles[:, 0] * se
+
+
+def clip_ends(ends: Ends, bounds: Bounds) -> Ends:
+    """``ends`` kept within ``bounds``. A bootstrap-t end can leave the seeds' range, and so
+    the metric's: over [0.5, 0.98, 0.99, 1.0, 1.0] it reaches -3.96. The percentile and BCa
+    ends, quantiles of resampled means, never leave the seeds' range, expanded or not."""
+    return np.clip(ends[0], *bounds), np.clip(ends[1], *bounds)
 
 
 def pages_ends(ends: dict[str, Ends]) -> Ends:
-    """The pages' interval from :func:`bootstrap_ends`: BCa where it is defined, else the
-    percentile interval."""
-    low, high = ends[BCA]
+    """The pages' interval from :func:`bootstrap_ends`: the expanded BCa where it is defined,
+    else the expanded percentile."""
+    low, high = ends[EXPANDED_BCA]
     undefined = ~(np.isfinite(low) & np.isfinite(high))
-    return np.where(undefined, ends[PERCENTILE][0], low), np.where(
-        undefined, ends[PERCENTILE][1], high
-    )
+    fallback = ends[EXPANDED_PERCENTILE]
+    return np.where(undefined, fallback[0], low), np.where(undefined, fallback[1], high)
 
 
 def bootstrap_interval(values: list[float]) -> Interval:
-    """The mean of ``values`` and its 95% BCa bootstrap interval (seeded, 10,000 resamples
-    of the seeds; see the module docstring); the percentile interval, with its reason, where
-    BCa is undefined (equal values: a point); fewer than 2 values: NaN bounds."""
+    """The mean of ``values`` and its 95% expanded BCa bootstrap interval (seeded, 10,000
+    resamples of the seeds; see the module docstring); the expanded percentile, with its
+    reason, where BCa is undefined (equal values: a point); fewer than 2 values: NaN bounds.
+    Either is a pair of quantiles of resampled means, so it stays inside the seeds' range."""
     n = len(values)
     if n == 0:
         return Interval(0, math.nan, math.nan, math.nan)
@@ -132,22 +201,24 @@ def bootstrap_interval(values: list[float]) -> Interval:
     if n < 2:
         return Interval(n, mean, math.nan, math.nan)
     if np.all(data == data[0]):  # BCa divides 0 by 0; the percentile ends are this point
-        return Interval(n, mean, mean, mean, PERCENTILE, "all values equal: a point")
+        return Interval(n, mean, mean, mean, EXPANDED_PERCENTILE, "all values equal: a point")
     ends = bootstrap_ends(data[None, :])
-    low, high = (float(e[0]) for e in ends[BCA])
+    low, high = (float(e[0]) for e in ends[EXPANDED_BCA])
     if math.isfinite(low) and math.isfinite(high):
-        return Interval(n, mean, low, high, BCA)
+        return Interval(n, mean, low, high, EXPANDED_BCA)
     # unequal values whose spread underflows (its cube over its square is 0/0)
-    low, high = (float(e[0]) for e in ends[PERCENTILE])
-    return Interval(n, mean, low, high, PERCENTILE, "BCa undefined: its acceleration is NaN")
+    low, high = (float(e[0]) for e in ends[EXPANDED_PERCENTILE])
+    reason = "BCa undefined: its acceleration is NaN"
+    return Interval(n, mean, low, high, EXPANDED_PERCENTILE, reason)
 
 
 COVERS_FROM = 10  # seeds from which the interval nears its 95% (measured: coverage.py)
 UNDER_COVERS_NOTE = (
     f"Intervals over fewer than {COVERS_FROM} seeds under-cover: in simulated grids "
-    '(docs/grids.md, "How often the intervals cover") a 95% BCa interval of a mean holds the '
-    "true mean in 66-84% of draws at 3 to 5 seeds (87-90% at 10), in 48% at 3 seeds of a cell "
-    "80% of whose seeds solve; a difference is judged by its exact sign-flip p."
+    '(docs/grids.md, "How often the intervals cover") a 95% expanded BCa interval of a mean '
+    "holds the true mean in 68-76% of draws at 3 seeds and 86-92% at 5 (94-95% at 10 on "
+    "bounded scores), in 48% at 3 seeds of a cell 80% of whose seeds solve (88% at 10); a "
+    "difference is judged by its exact sign-flip p."
 )
 
 

@@ -34,6 +34,7 @@ from rich.table import Table
 from lit_seq.record import ENVIRONMENT_FIELDS, RunRecord, format_value
 from lit_seq.results.machines import mixed_machines
 from lit_seq.results.markdown import markdown_cell, markdown_table
+from lit_seq.results.scored_on import range_lengths, scored_on
 from lit_seq.results.selection import mark_selected, selection_text
 from lit_seq.results.stats import (
     bootstrap_interval,
@@ -47,6 +48,8 @@ ID_COLUMNS = ["run_id", "block", "cell", "task", "arch"]
 RUN_COLUMNS = ["seed", "main_metric", "params", "train_length", "steps", "train_seconds"]
 RUN_COLUMNS += ["samples_per_second"]
 RUN_COLUMNS += ["target", "target_reached", "target_step", "target_seconds", "chance"]
+# the lengths a run's range_ood/<metric> means average, from its curve (scored_on.py)
+RUN_COLUMNS += ["range_ood_lengths"]
 # a record's select: fields; then, from the records together, whether a run is reported
 # (``selected``) and where its group's winner sits in its sweep (``select_edge``)
 SELECT_FIELDS = ["select_axis", "select_metric", "select_seeds", "select_group"]
@@ -92,7 +95,8 @@ def runs_table(records: list[RunRecord]) -> pd.DataFrame:
         row = {c: getattr(r, c) for c in ID_COLUMNS}
         # axis values as text: one type per column, whatever each block put in it
         row.update({a: format_value(r.axes[a]) if a in r.axes else None for a in axes})
-        row.update({c: getattr(r, c) for c in RUN_COLUMNS + SELECT_FIELDS + STATUS_COLUMNS})
+        row.update({c: getattr(r, c, None) for c in RUN_COLUMNS + SELECT_FIELDS + STATUS_COLUMNS})
+        row["range_ood_lengths"] = range_lengths(r.curve, r.train_length)
         row["select_seeds"] = " ".join(map(str, r.select_seeds))
         row.update({c: getattr(r, c) for c in ENVIRONMENT_FIELDS})
         row.update({m: r.val_metrics.get(m) for m in val_metrics})
@@ -143,8 +147,9 @@ def aggregate_table(runs: pd.DataFrame, success_threshold: float = SUCCESS_THRES
             "train_length",
             "target",
             "chance",
+            "range_ood_lengths",
         ]:
-            known = group[column].dropna()
+            known = group[column].dropna() if column in group else ()  # older runs tables
             row[column] = known.iloc[0] if len(known) else None
         row.update(n=len(ok), failed=len(group) - len(ok))
         row["seeds"] = " ".join(str(s) for s in ok["seed"])
@@ -249,7 +254,7 @@ def aggregate_markdown(aggregate: pd.DataFrame) -> str:
                 cells += ["-", "-", "-"]
             else:
                 mean, *success = summary_cell(row, key, per_seed=False).split("; ")
-                cells += [key.replace("/", " "), mean, success[0] if success else ""]
+                cells += [metric_label(row.to_frame().T, key), mean, success[0] if success else ""]
             cells += [row["selected"] if first else ""] if show_selected else []
             cells += [row["failed"] if first else ""] if show_failed else []
             cells += [row["mixed_machines"] if first else ""] if show_mixed else []
@@ -258,7 +263,7 @@ def aggregate_markdown(aggregate: pd.DataFrame) -> str:
         "# Aggregate: the main metrics per cell\n\n"
         "All columns (std, min, max, per-seed values, every metric and test set, speed): "
         "[aggregate.csv](aggregate.csv). Mean over the ok seeds [95% bootstrap interval over "
-        f"seeds (BCa)]; success: seeds with the metric >= {SUCCESS_THRESHOLD} [95% Wilson interval]. "
+        f"seeds (expanded BCa)]; success: seeds with the metric >= {SUCCESS_THRESHOLD} [95% Wilson interval]. "
         "Past the training length the metric is acc_ood (the positions no training sequence "
         "had) where the task has it.\n\n"
     )
@@ -282,6 +287,13 @@ def summary_keys(rows: pd.DataFrame, metric: str) -> list[str]:
         if ood:
             keys.append(f"{prefix}/acc_ood")
     return keys
+
+
+def metric_label(rows: pd.DataFrame, key: str) -> str:
+    """``test_len200 acc_ood (length 200, positions > 40, chance 0.5)``: ``key`` as a table
+    names it, with what the cells ``rows`` scored it on (:func:`scored_on`) where known."""
+    label = scored_on(rows, key)
+    return key.replace("/", " ") + (f" ({label})" if label else "")
 
 
 def summary_cell(row: pd.Series, key: str, per_seed: bool = True) -> str:
@@ -323,7 +335,7 @@ def task_summaries(
         show_failed = rows["failed"].sum() > 0
         show_selected = "selected" in rows and rows["selected"].notna().any()
         show_mixed = _any_mixed(rows)
-        header = [*varying, "n", *(k.replace("/", " ") for k in keys)]
+        header = [*varying, "n", *(metric_label(rows, k) for k in keys)]
         header += ["selected"] if show_selected else []
         header += ["failed"] if show_failed else []
         header += [MIXED] if show_mixed else []
