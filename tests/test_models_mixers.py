@@ -11,7 +11,13 @@ from lit_seq.bench import mixers as mixers_bench
 from lit_seq.fit import cli_main
 from lit_seq.models import MIXERS, build_backbone
 from lit_seq.models import selective_scan as selective_scan_module
-from lit_seq.models.linear_attention import LinearAttention, LinearAttentionBackbone
+from lit_seq.models.linear_attention import (
+    EPS,
+    LinearAttention,
+    LinearAttentionBackbone,
+    feature_map,
+    global_linear_attention,
+)
 from lit_seq.models.linear_rnn import LinearRecurrence
 from lit_seq.models.scan import linear_scan
 from lit_seq.models.selective_scan import selective_scan
@@ -237,6 +243,21 @@ def test_chunked_causal_linear_attention_with_padding_equals_the_one_chunk_form(
     torch.testing.assert_close(y, y_one, rtol=0, atol=1e-12)
     for got, want in zip(grads, grads_one, strict=True):
         torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
+
+
+def test_global_linear_attention_equals_each_heads_sums_in_float64():
+    """The heads as blocks of one (d, d + H) state = each head's own S and z (the definition)."""
+    torch.manual_seed(0)
+    H, dh = 3, 4
+    q, k, v = (torch.randn(B, 9, H * dh, dtype=torch.float64) for _ in range(3))
+    q, k = feature_map(q), feature_map(k).masked_fill(torch.rand(B, 9, 1) < 0.3, 0.0)
+    y = global_linear_attention(q, k, v, H)
+    qh, kh, vh = (t.view(B, 9, H, dh) for t in (q, k, v))
+    S = torch.einsum("bshi,bshj->bhij", kh, vh)  # each head's sum of phi(k) v^T
+    z = kh.sum(1)  # (B, H, dh)
+    num = torch.einsum("bthi,bhij->bthj", qh, S)
+    want = num / (torch.einsum("bthi,bhi->bth", qh, z)[..., None] + EPS)
+    torch.testing.assert_close(y, want.reshape(B, 9, H * dh), rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("arch", MIXERS)
