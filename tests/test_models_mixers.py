@@ -100,34 +100,6 @@ def test_scan_worked_example():
     assert linear_scan(a, b).tolist() == [[1.0, 0.0, 1.0]]
 
 
-def _scan_by_autograd(a, b):
-    """The reference: h_t = a_t h_{t-1} + b_t a position at a time, autograd throughout."""
-    h, states = torch.zeros_like(b[:, 0]), []
-    for t in range(b.shape[1]):
-        h = a[:, t] * h + b[:, t]
-        states.append(h)
-    return torch.stack(states, dim=1)
-
-
-@pytest.mark.parametrize("a_shape", [(2, 5, 3, 4), (2, 5, 1, 4), (2, 1, 3, 4)])
-def test_the_linear_scan_and_its_gradients_equal_autograd_over_the_loop_in_float64(a_shape):
-    # a signed transition, full or broadcast against b (2, 5, 3, 4)
-    torch.manual_seed(0)
-    a = (2 * torch.rand(a_shape, dtype=torch.float64) - 1).requires_grad_()
-    b = torch.randn(2, 5, 3, 4, dtype=torch.float64, requires_grad=True)
-    h, expected = linear_scan(a, b), _scan_by_autograd(a.expand_as(b), b)
-    torch.testing.assert_close(h, expected, rtol=0, atol=1e-12)
-    grad_h = torch.randn_like(h)
-    got, want = (torch.autograd.grad(y, (a, b), grad_h) for y in (h, expected))
-    for g, w in zip(got, want, strict=True):
-        torch.testing.assert_close(g, w, rtol=0, atol=1e-12)
-    assert torch.autograd.gradcheck(linear_scan, (a, b))  # and against finite differences
-    # b is read, never written: also where its position-major view is b itself (batch 1)
-    before = b.detach().clone()
-    linear_scan(a[:1], b[:1]).sum().backward()
-    assert torch.equal(b.detach(), before)
-
-
 def test_mamba_recurrence_worked_example():
     # one channel, N = 1, A = -1, step ln 2 (decay 1/2), B = C = 1, u = [1, 1]
     dt = torch.full((1, 2, 1), math.log(2.0), dtype=torch.float64)

@@ -57,7 +57,7 @@ state 32x an LSTM's are its cost; only a fused kernel that keeps the state in re
 ``generate_vmap_rule`` lets ``torch.func.vmap`` (populations) run these same ops batched;
 the in-place updates are on tensors that carry every batched input's dimension.
 ``torch.compile`` traces it (one graph, the loops unrolled) with the scans out of place
-(``scan.position_scan``).
+(``_scan``).
 """
 
 from __future__ import annotations
@@ -67,8 +67,6 @@ import math
 import torch
 from torch import Tensor
 
-from .scan import position_scan
-
 LOG2_E = 1 / math.log(2)
 CHUNK = 2**19  # numbers in a chunk's (positions, B, N, D) tensor: 2 MB of float32
 
@@ -77,6 +75,39 @@ def _chunks(length: int, per_position: int) -> list[tuple[int, int]]:
     """[start, end) of consecutive positions, each chunk at most CHUNK numbers (>= 1 position)."""
     size = max(1, CHUNK // per_position)
     return [(s, min(s + size, length)) for s in range(0, length, size)]
+
+
+def _scan(decay: Tensor, x: Tensor, carry: Tensor | None, reverse: bool) -> Tensor:
+    """The scan h_t = x_t + decay_t h_{t-1} along dim 0 from h_{-1} = carry (None: 0);
+    ``reverse``: h_t = x_t + decay_{t+1} h_{t+1}, the carry (decay h after the chunk) added
+    to the last position.
+
+    In place on x (a fresh tensor), eagerly; out of place when compiling, where an in-place
+    update of a slice becomes a copy of the whole tensor a position.
+    """
+    T = x.shape[0]
+    if torch.compiler.is_compiling():
+        out, prev = [], carry
+        for t in range(T - 1, -1, -1) if reverse else range(T):
+            if reverse:  # prev: decay_{t+1} x_{t+1}, or the carry
+                prev = x[t] if prev is None else x[t] + prev
+                out.append(prev)
+                prev = decay[t] * prev
+            else:  # prev: x_{t-1}, or the carry
+                prev = x[t] if prev is None else x[t] + decay[t] * prev
+                out.append(prev)
+        return torch.stack(out[::-1] if reverse else out)
+    if reverse:
+        if carry is not None:
+            x[-1].add_(carry)
+        for t in range(T - 2, -1, -1):
+            x[t].add_(decay[t + 1] * x[t + 1])
+    else:
+        if carry is not None:
+            x[0].add_(decay[0] * carry)
+        for t in range(1, T):
+            x[t].add_(decay[t] * x[t - 1])
+    return x
 
 
 class SelectiveScan(torch.autograd.Function):
@@ -97,7 +128,7 @@ class SelectiveScan(torch.autograd.Function):
         for s, e in _chunks(dt.shape[0], A.numel() * dt.shape[1]):
             decay = (dt[s:e, :, None] * A_log2).exp2_()  # ZOH: exp(Δ A)
             drive = B[s:e, :, :, None] * dtu[s:e, :, None]  # Euler
-            h = position_scan(decay, drive, states[-1][-1] if states else None, reverse=False)
+            h = _scan(decay, drive, states[-1][-1] if states else None, reverse=False)
             ys.append((C[s:e, :, None] @ h).squeeze(-2))
             decays.append(decay)
             states.append(h)
@@ -122,7 +153,7 @@ class SelectiveScan(torch.autograd.Function):
         for k in range(len(bounds) - 1, -1, -1):
             (s, e), decay, h = bounds[k], decays[k], states[k]
             g = C[s:e, :, :, None] * grad_y[s:e, :, None]  # the direct part of g
-            g = position_scan(decay, g, carry, reverse=True)
+            g = _scan(decay, g, carry, reverse=True)
             grad_C = (h * grad_y[s:e, :, None]).sum(-1)  # (positions, B, N)
             grad_B = (g * dtu[s:e, :, None]).sum(-1)
             grad_dtu = (B[s:e, :, None] @ g).squeeze(-2)  # (positions, B, D)
