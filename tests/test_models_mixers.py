@@ -11,7 +11,13 @@ from lit_seq.bench import mixers as mixers_bench
 from lit_seq.fit import cli_main
 from lit_seq.models import MIXERS, build_backbone
 from lit_seq.models import selective_scan as selective_scan_module
-from lit_seq.models.linear_attention import LinearAttention
+from lit_seq.models.linear_attention import (
+    EPS,
+    LinearAttention,
+    LinearAttentionBackbone,
+    feature_map,
+    global_linear_attention,
+)
 from lit_seq.models.linear_rnn import LinearRecurrence
 from lit_seq.models.scan import linear_scan
 from lit_seq.models.selective_scan import selective_scan
@@ -198,6 +204,60 @@ def test_linear_attention_worked_example_is_the_running_mean():
         attn.out_proj.bias.zero_()
     v = torch.tensor([2.0, 4.0, 6.0], dtype=torch.float64).view(1, 3, 1)
     assert attn(v).flatten().tolist() == pytest.approx([2, 3, 4], abs=1e-5)
+
+
+def _outputs_and_gradients(model, forward, x):
+    y = forward(x)
+    return y, torch.autograd.grad(y.square().sum(), list(model.parameters()))
+
+
+@pytest.mark.parametrize("length", [1, 5, 8, 13])
+@pytest.mark.parametrize("chunk", [1, 3, 4, 32])
+def test_chunked_causal_linear_attention_and_its_gradients_equal_the_step_form_in_float64(
+    chunk, length
+):
+    # lengths a multiple of the chunk, not one, shorter than one chunk; chunk 32: one chunk
+    torch.manual_seed(0)
+    model = LinearAttentionBackbone(D, n_layers=2, n_heads=2, d_ff=16, causal=True, chunk=chunk)
+    model = model.double().eval()
+    x = torch.randn(B, length, D, dtype=torch.float64)
+    y, grads = _outputs_and_gradients(model, model, x)
+    y_step, grads_step = _outputs_and_gradients(model, model.recurrent, x)
+    torch.testing.assert_close(y, y_step, rtol=0, atol=1e-12)
+    for got, want in zip(grads, grads_step, strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("chunk", [2, 3])
+def test_chunked_causal_linear_attention_with_padding_equals_the_one_chunk_form(chunk):
+    """The padding mask's zero keys inside chunks: the same outputs and gradients as the
+    (T, T) form (one chunk), which the step form has no mask to compare with."""
+    torch.manual_seed(0)
+    attn = LinearAttention(D, 2, chunk=chunk).double()
+    x = torch.randn(B, 11, D, dtype=torch.float64)
+    pad = torch.zeros(B, 11, dtype=torch.bool)
+    pad[0, -4:] = True
+    y, grads = _outputs_and_gradients(attn, lambda x: attn(x, pad), x)
+    attn.chunk = 11
+    y_one, grads_one = _outputs_and_gradients(attn, lambda x: attn(x, pad), x)
+    torch.testing.assert_close(y, y_one, rtol=0, atol=1e-12)
+    for got, want in zip(grads, grads_one, strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-10)
+
+
+def test_global_linear_attention_equals_each_heads_sums_in_float64():
+    """The heads as blocks of one (d, d + H) state = each head's own S and z (the definition)."""
+    torch.manual_seed(0)
+    H, dh = 3, 4
+    q, k, v = (torch.randn(B, 9, H * dh, dtype=torch.float64) for _ in range(3))
+    q, k = feature_map(q), feature_map(k).masked_fill(torch.rand(B, 9, 1) < 0.3, 0.0)
+    y = global_linear_attention(q, k, v, H)
+    qh, kh, vh = (t.view(B, 9, H, dh) for t in (q, k, v))
+    S = torch.einsum("bshi,bshj->bhij", kh, vh)  # each head's sum of phi(k) v^T
+    z = kh.sum(1)  # (B, H, dh)
+    num = torch.einsum("bthi,bhij->bthj", qh, S)
+    want = num / (torch.einsum("bthi,bhi->bth", qh, z)[..., None] + EPS)
+    torch.testing.assert_close(y, want.reshape(B, 9, H * dh), rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("arch", MIXERS)

@@ -35,6 +35,25 @@ How, on a CPU (each measured, kept because faster):
 - exp(Δ A) as 2^(Δ A log2 e), the same number: ``exp2`` runs 2x faster than ``exp`` here;
 - no zero gradients built for the saved decay and h (``set_materialize_grads(False)``).
 
+Tried and not kept (issue 57; one thread, load 6-9, each equal in float64 or by design):
+
+- a chunked parallel form (Mamba-2's SSD, flash-linear-attention's chunk kernels): with
+  Mamba's decay per (d, n), a chunk's parallel form is an (L, L) matrix of decay products
+  per (d, n) channel, applied by broadcast multiplies (a matrix product needs a decay
+  shared by a head, Mamba-2's scalar A: another model): L times the loop's arithmetic.
+  On this (B, T, 2d N) = 64 x 64 x 1024 state, fwd + bwd by autograd: the loop 36 ms,
+  the matrix form in chunks of 4: 490 ms, chunks scanned side by side then their
+  carries: 250 ms (``scan.py`` has the same comparison at linear_rnn's size);
+- keeping only each chunk's last state and recomputing decay and h in the backward:
+  forward 12-17 -> 9-14 ms, fwd + bwd the same within noise (36-65 ms both);
+- ``CHUNK`` of 2^16-2^18 numbers: the training step within noise of 2^19.
+
+Where the step's time is (64 x 64 x 32, one layer, fwd + bwd + Adam, CPU ms, min of 15
+interleaved rounds, load 7.5): the step 78, the same step with this scan replaced by a
+stand-in that reads its inputs 18, an LSTM of that width 6.2. The scan's ~25 passes over a
+state 32x an LSTM's are its cost; only a fused kernel that keeps the state in registers
+(``mamba_ssm``'s, on a GPU) avoids them.
+
 ``generate_vmap_rule`` lets ``torch.func.vmap`` (populations) run these same ops batched;
 the in-place updates are on tensors that carry every batched input's dimension.
 ``torch.compile`` traces it (one graph, the loops unrolled) with the scans out of place
