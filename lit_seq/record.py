@@ -57,6 +57,13 @@ class FitResult:
     train_length: int | None = None  # the longest training sequence: where OOD starts
     steps: int | None = None  # optimizer steps taken in total
     train_seconds: float | None = None  # wall seconds of training, summed over resumes
+    # wall and CPU seconds of this session by phase (build, train, val, test, range_eval,
+    # write: lit_seq.fit.phases); {} in records made before they were kept
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    phase_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    # what was scored: "full" (every test set and the range evaluation) or "selection" (the
+    # validation scores and the test set at the training length: a grid's selection run)
+    scoring: str = "full"
     samples_per_second: float | None = None
     best_checkpoint: str = ""
     # the weights every score below is of: "best" (the checkpoint of the lowest val/loss) or
