@@ -19,6 +19,8 @@ from lit_seq.util.io import atomic_write_json, read_json
 
 METRICS_FILE = "metrics.json"  # in a run folder
 RECORDS = "records"  # in a grid's output folder
+# a fit's phases, the keys of a record's phase_seconds (lit_seq.fit.phases says what each is)
+PHASES = ("build", "train", "val", "test", "range_eval", "write")
 RANGE_OOD = "range_ood"  # metrics prefix: a length curve's means past the training length
 # the fields that say where a record was made (lit_seq.util.environment.fit_environment)
 ENVIRONMENT_FIELDS = ["lit_seq_commit", "lit_seq_dirty", "python_version", "torch_version"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-PHASES = ("build", "train", "val", "test", "range_eval", "write")
+from lit_seq.record import PHASES
 
 
 def now() -> tuple[float, float]:

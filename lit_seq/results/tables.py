@@ -45,7 +45,7 @@ from lit_seq.util.io import atomic_write_text
 
 ID_COLUMNS = ["run_id", "block", "cell", "task", "arch"]
 RUN_COLUMNS = ["seed", "main_metric", "params", "train_length", "steps", "train_seconds"]
-RUN_COLUMNS += ["samples_per_second"]
+RUN_COLUMNS += ["samples_per_second", "scoring"]  # scoring: full, or selection (val only)
 RUN_COLUMNS += ["target", "target_reached", "target_step", "target_seconds", "chance"]
 # a record's select: fields; then, from the records together, whether a run is reported
 # (``selected``) and where its group's winner sits in its sweep (``select_edge``)
