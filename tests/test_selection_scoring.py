@@ -15,7 +15,7 @@ from lit_seq.ablate.spec import expand, load_spec, parse_spec
 from lit_seq.record import RunRecord, read_records
 from lit_seq.results.best import best_markdown, best_tables
 from lit_seq.results.tables import aggregate_table, runs_table
-from tests.helpers import REPO, write_grid
+from tests.helpers import REPO
 
 SELECT = {"axis": "lr", "seeds": [100, 101, 102], "sweep_reason": "two rates: a small test"}
 
@@ -131,9 +131,10 @@ def test_a_grid_scoring_selection_runs_for_selection_reports_the_same_numbers(tm
         "sweep_reason: two rates keep the test fast{score}}}\n"
         "    axes: {{task: [echo], arch: [rnn], lr: [0.00001, 0.03]}}\n"
     )
-    lean_grid = write_grid(tmp_path / "lean", "sel", body.format(score=""))
-    full_grid = write_grid(tmp_path / "full", "sel", body.format(score=", score: full"))
-    args = ["--workers", "1", "--wandb", "off"]
+    lean_grid, full_grid = tmp_path / "lean.yaml", tmp_path / "full.yaml"
+    lean_grid.write_text("name: sel\n" + body.format(score=""))
+    full_grid.write_text("name: sel\n" + body.format(score=", score: full"))
+    args = ["--workers", "1", "--wandb", "off", "--pack", "on"]  # the packed path: populations
     assert main([str(lean_grid), "--out", str(tmp_path / "a"), *args]) == 0
     assert main([str(full_grid), "--out", str(tmp_path / "b"), *args]) == 0
     lean, full = read_records(tmp_path / "a"), read_records(tmp_path / "b")

@@ -9,9 +9,9 @@ each with its own bookkeeping (its ``RunBook``, called by ``members.MembersKeepe
 member that reaches its target or diverges stops updating at that validation; the others go
 on unchanged. Then the members are tested together, one pass over each test set for all,
 and each is recorded by its solo fit's own code; the result list holds its ``FitResult``,
-or the exception it failed with. A member scored for selection (``--scoring selection``)
-skips the range evaluation as a solo fit does, but takes the shared pass over every test
-set. Each record's phase seconds (``lit_seq.fit.phases``) are its own build, checkpoint
+or the exception it failed with. Members scored for selection (``--scoring selection``)
+skip the range evaluation as a solo fit does, and when all are, the longer test sets too;
+a pack with a member scored in full tests every member on every set (one pass for all). Each record's phase seconds (``lit_seq.fit.phases``) are its own build, checkpoint
 writes and scoring plus 1/K of the pack's training and test (:func:`share_phases`).
 """
 
@@ -188,7 +188,10 @@ def _test_and_record(trainer, population, data, clis, outcomes: list, pack: Phas
         member.prepare_tests(clis[k].datamodule)
         member.trainer = trainer  # its precision, for the scores after the test
     population.tested = tested
-    trainer.test(population, datamodule=data, verbose=False)
+    if all(clis[k].book.scoring == "selection" for k in tested):  # as scored_test_sets
+        trainer.test(population, dataloaders=data.test_dataloader()[:1], verbose=False)
+    else:  # a member scored in full: one pass over every test set for all
+        trainer.test(population, datamodule=data, verbose=False)
     pack.leave("test")
     share_phases(pack, [cli.book for cli in clis])
     for k in tested:
