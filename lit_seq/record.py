@@ -19,6 +19,8 @@ from lit_seq.util.io import atomic_write_json, read_json
 
 METRICS_FILE = "metrics.json"  # in a run folder
 RECORDS = "records"  # in a grid's output folder
+# a fit's phases, the keys of a record's phase_seconds (lit_seq.fit.phases says what each is)
+PHASES = ("build", "train", "val", "test", "range_eval", "write")
 RANGE_OOD = "range_ood"  # metrics prefix: a length curve's means past the training length
 # the fields that say where a record was made (lit_seq.util.environment.fit_environment)
 ENVIRONMENT_FIELDS = ["lit_seq_commit", "lit_seq_dirty", "python_version", "torch_version"]
@@ -57,6 +59,13 @@ class FitResult:
     train_length: int | None = None  # the longest training sequence: where OOD starts
     steps: int | None = None  # optimizer steps taken in total
     train_seconds: float | None = None  # wall seconds of training, summed over resumes
+    # wall and CPU seconds of this session by phase (build, train, val, test, range_eval,
+    # write: lit_seq.fit.phases); {} in records made before they were kept
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    phase_cpu_seconds: dict[str, float] = field(default_factory=dict)
+    # what was scored: "full" (every test set and the range evaluation) or "selection" (the
+    # validation scores and the test set at the training length: a grid's selection run)
+    scoring: str = "full"
     samples_per_second: float | None = None
     best_checkpoint: str = ""
     # the weights every score below is of: "best" (the checkpoint of the lowest val/loss) or

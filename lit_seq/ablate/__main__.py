@@ -163,7 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _done(done: dict[str, RunRecord], run: Run) -> bool:
-    return run.run_id in done and done[run.run_id].ok
+    """Whether ``run`` has an ok record scored on all it asks: a selection run scored for
+    selection only runs again when its block now asks ``select.score: full``."""
+    record = done.get(run.run_id)
+    return record is not None and record.ok and (record.scoring == "full" or run.scoring != "full")
 
 
 def print_plan(

@@ -35,7 +35,7 @@ NOT_COMPUTED_TRAINER = ("accelerator", "devices", "precision", "enable_model_sum
 
 # options added after run digests existed, at the default that keeps the old behaviour:
 # left out of a digest as a None is, so a folder made before them stays resumable
-ADDED_DEFAULTS = {"score_weights": "best"}
+ADDED_DEFAULTS = {"score_weights": "best", "scoring": "full"}
 ADDED_MODEL_DEFAULTS = {"norm": "pre", "embed_scale": False, "forget_bias": 0.0}
 ADDED_MODEL_DEFAULTS |= {"nonlinearity": "tanh"}
 ADDED_MODEL_DEFAULTS |= {"input_embedding": True, "readout_relu": False}

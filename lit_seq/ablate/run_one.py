@@ -74,6 +74,7 @@ def run_args(run: Run, job: GridJob) -> list[str]:
         f"--wandb.config={json.dumps(wandb_config(run, job), default=str)}",
         *GRID_FLAGS,
         *run.overrides,
+        *([f"--scoring={run.scoring}"] if run.scoring != "full" else []),
     ]
 
 

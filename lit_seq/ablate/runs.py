@@ -38,6 +38,11 @@ class Run:
     select_reason: str = ""  # select.sweep_reason: why the block sweeps what it does
     select_extend: int = 0  # select.extend: steps its group may add past an end of the sweep
     select_extension: int = 0  # k >= 1: a value added k steps past it (lit_seq.ablate.extension)
+    # what its fit scores (``--scoring``): "selection" for a run on a selection seed whose
+    # block's select.score leaves it at that (its validation scores and the test set at the
+    # training length), else "full"; not in its digest: every number selection reads is
+    # the same either way
+    scoring: str = "full"
 
     def __hash__(self) -> int:  # axes is a dict, so the generated hash would fail
         return hash(self.run_id)

@@ -27,14 +27,25 @@ from lit_seq.results.selection import (
     wide_sweep,
 )
 
-SELECT_KEYS = ("axis", "metric", "seeds", "sweep_reason", "extend")
+SELECT_KEYS = ("axis", "metric", "seeds", "sweep_reason", "extend", "score")
+SCORES = ("selection", "full")  # select.score: what a run on a selection seed is scored on
 
 
-def check_select(select: object, axes: dict, grid_seeds: list, where: str) -> dict:
+def check_select(
+    select: object, axes: dict, grid_seeds: list, where: str, paper: str | None = None
+) -> dict:
     """A block's ``select: {axis: lr, metric: val/acc, seeds: [100, 101, 102]}``: the axis
     must vary in the block; the values compete on ``seeds`` (the rule and why:
     ``lit_seq.results.selection``), at least MIN_SELECT_SEEDS of them, none a grid seed;
-    ``sweep_reason`` and ``extend`` as :func:`check_sweep` says."""
+    ``sweep_reason`` and ``extend`` as :func:`check_sweep` says.
+
+    ``score``: what the runs on the selection seeds are scored on. ``selection`` (the
+    default) is what selection reads, their validation scores (and the test set at the
+    training length, whose loss tells a diverged run); no longer test sets, no range
+    evaluation, which cost most of a short run's time (issue 57). ``full`` scores them as
+    the reported runs are. A grid that names ``paper:`` (Delétang et al. 2023) defaults to
+    ``full``: that paper reports the maximum over seeds *and* rates, a number every run's
+    range score enters (``lit_seq.results.paper``'s ``max``)."""
     if select is None:
         return {}
     select = check_keys(select, SELECT_KEYS, f"{where}: select")
@@ -68,12 +79,19 @@ def check_select(select: object, axes: dict, grid_seeds: list, where: str) -> di
             f"does not list, e.g. {suggestion}"
         )
     reason, extend = check_sweep(select, axis, axes[axis], where)
+    score = select.get("score", "full" if paper else "selection")
+    if score not in SCORES:
+        raise BadGrid(
+            f"{where}: select.score={score!r} must be one of {list(SCORES)}: what the runs on "
+            "the selection seeds are scored on (selection: their validation scores only)"
+        )
     return {
         "axis": axis,
         "metric": metric or "",
         "seeds": tuple(seeds),
         "sweep_reason": reason,
         "extend": extend,
+        "score": score,
     }
 
 

@@ -24,7 +24,9 @@ grid's seeds their value; ``lit_seq.results.selection``: the rule and why the se
 seeds are not grid seeds). Its ``lr`` axis lists at least 4 rates spanning at
 least 30x (max / min), unless ``select.sweep_reason`` says why not (the tables print it);
 ``select.extend: N`` lets the grid add up to N values past the end its winner sits at
-(``lit_seq.ablate.extension``)::
+(``lit_seq.ablate.extension``). The runs on the selection seeds are scored only for what
+selection reads (validation; ``select.score: full`` scores them as the others, the default
+of a grid that names ``paper:``, whose maximum over runs reads every run)::
 
     - name: parity
       select: {axis: lr, seeds: [100, 101, 102], extend: 1}
@@ -174,7 +176,9 @@ def parse_spec(raw: object, where: str = "grid") -> dict:
                 "config": config,
                 "axes": axes,
                 "overrides": _check_overrides(block.get("overrides"), bwhere),
-                "select": check_select(block.get("select"), axes, seeds, bwhere),
+                "select": check_select(
+                    block.get("select"), axes, seeds, bwhere, paper=spec["paper"]
+                ),
             }
         )
     names = [b["name"] for b in spec["blocks"]]
@@ -279,6 +283,8 @@ def expand(spec: dict) -> list[Run]:
                     select_from=pending,
                     select_reason=select.get("sweep_reason", ""),
                     select_extend=select.get("extend", 0),
+                    # a run on a selection seed is read for its validation scores alone
+                    scoring=select.get("score", "full") if seed not in spec["seeds"] else "full",
                 )
                 runs.append(run)
     ids = [r.run_id for r in runs]

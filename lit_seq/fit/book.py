@@ -33,6 +33,7 @@ from pathlib import Path
 from lit_seq.fit.checkpoints import CHECKPOINTS, LAST, Resume, discard_partial_writes
 from lit_seq.fit.csv_log import RunCSVLogger
 from lit_seq.fit.input_checks import check_goals
+from lit_seq.fit.phases import PhaseClock
 from lit_seq.fit.run_folder import check_not_in_use, check_run, lock_run_dir, run_dir_path
 from lit_seq.fit.scoring import RangeEval
 from lit_seq.fit.signals import FitInterrupted
@@ -138,6 +139,8 @@ class RunBook:
         self.best_score, self.best_name = math.inf, ""
         self.saved_step = -1  # the step of the newest checkpoint saved in this session
         self.score_weights = "best"  # what the record scores: the best checkpoint or the last
+        self.scoring = "full"  # --scoring: every test set and the range, or selection's needs
+        self.phases = PhaseClock()  # wall and CPU seconds by phase, for the record
 
     @classmethod
     def open(
@@ -171,6 +174,7 @@ class RunBook:
             batch_size, bool(wandb.log_model),
         )  # fmt: skip
         book.score_weights = config.score_weights
+        book.scoring = config.scoring
         return book
 
     # -- where things are ----------------------------------------------------------------
@@ -268,14 +272,16 @@ class RunBook:
             self.save_last()
 
     def _save_csv(self) -> None:
-        for logger in self.loggers:
-            if isinstance(logger, RunCSVLogger):
-                logger.save()
+        with self.phases.timing("write"):
+            for logger in self.loggers:
+                if isinstance(logger, RunCSVLogger):
+                    logger.save()
 
     def _write(self, path: Path) -> None:
         self._save_csv()  # the CSV rows first: a resume keeps the rows before its checkpoint
         assert self.save is not None, "nothing trains this run: no save"
-        self.save(path)
+        with self.phases.timing("write"):
+            self.save(path)
         self.saved_step = self.step
 
     # -- the end ------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from lit_seq.fit.input_checks import (
     with_config,
 )
 from lit_seq.fit.keeper import BookKeeper
+from lit_seq.fit.phases import now
 from lit_seq.fit.progress_bar import ThrottledRichProgressBar
 from lit_seq.fit.scoring import RangeEval
 from lit_seq.fit.seeds import add_init_seed, initial_weights_rng, resolve_seeds, run_seed
@@ -171,6 +172,15 @@ class LitSeqCLI(LightningCLI):
             help="The weights the test sets, validation scores and range evaluation score: "
             "best (the lowest val/loss checkpoint) or last (the final parameters, as Delétang "
             "et al. 2023). The record says which (score_weights).",
+        )
+        parser.add_argument(
+            "--scoring",
+            type=Literal["full", "selection"],
+            default="full",
+            help="What the scored weights are scored on: full (every test set and the range "
+            "evaluation) or selection (the validation scores and the test set at the training "
+            "length only: what a grid's learning-rate selection run is read for; the grid "
+            "driver sets it). The record says which (scoring).",
         )
         parser.add_argument(
             "--compile",
@@ -321,9 +331,12 @@ def build_cli(args: list[str] | None = None, kind: type[LitSeqCLI] = LitSeqCLI) 
     """Parse ``args`` and instantiate data, model and trainer; raise BadInput on bad input.
 
     ``kind``: a subclass that builds otherwise (a population's member: no Trainer)."""
+    started = now()  # the build phase starts here, before the run's book (and clock) exist
     if matmul := matmul_precision(accelerator_type()):
         torch.set_float32_matmul_precision(matmul)
-    return _make_cli(kind, with_config(args))
+    cli = _make_cli(kind, with_config(args))
+    cli.book.phases.enter("build", at=started)
+    return cli
 
 
 def check_config(args: list[str]) -> CheckCLI:

@@ -57,6 +57,8 @@ class BookKeeper(Checkpoint):
             set_rng_states(self._rng, device_rng())
             self._rng = None
         self.book.step = trainer.global_step
+        self.book.phases.leave("build")
+        self.book.phases.enter("train")
         self.book.start()
         self.signals.start_training()
         self._training = True
@@ -75,7 +77,11 @@ class BookKeeper(Checkpoint):
         if self.signals.signum is not None:
             self.book.save_last()
 
+    def on_validation_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.book.phases.enter("val")
+
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self.book.phases.leave("val")
         if trainer.sanity_checking or not self._training:
             return
         scores = {k: v for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
@@ -87,6 +93,7 @@ class BookKeeper(Checkpoint):
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._training = self.signals.training = False
         self.book.end_training()
+        self.book.phases.leave("train")
         if self.signals.signum is not None:
             self.book.save_last()
             self.signals.stop(trainer.global_step)
@@ -99,6 +106,7 @@ class BookKeeper(Checkpoint):
                 self.book.save_last()
         self._training = self.signals.training = False
         self.book.timer.stop(trainer.global_step)
+        self.book.phases.leave("train")
 
     # -- checkpoints -------------------------------------------------------------------
 

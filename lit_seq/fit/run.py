@@ -2,7 +2,9 @@
 
 :func:`run` fits, tests the best checkpoint (``--score_weights last``: the final parameters)
 on every test set, scores its validation set and its length curve, and writes
-``metrics.json`` (:class:`lit_seq.record.FitResult`);
+``metrics.json`` (:class:`lit_seq.record.FitResult`, with the seconds of each phase:
+``lit_seq.fit.phases``); with ``--scoring selection`` (a grid's selection run) only the
+test set at the training length and no length curve;
 :func:`cli_main` is that from a list of arguments (what tests and grid workers call).
 """
 
@@ -89,11 +91,22 @@ def test_and_record(cli: LitSeqCLI, scored: str, trained: Trained) -> FitResult:
     """Test the weights of checkpoint ``scored`` (the book's ``scored_checkpoint``: the best
     one, or ``last.ckpt`` with ``--score_weights last``) on every test set, score them,
     write the record."""
-    tested = cli.trainer.test(
-        cli.model, datamodule=cli.datamodule, ckpt_path=scored or None, verbose=False,
-        weights_only=True,
-    )  # fmt: skip
+    with cli.book.phases.timing("test"):
+        tested = cli.trainer.test(
+            cli.model, ckpt_path=scored or None, verbose=False, weights_only=True,
+            **scored_test_sets(cli),
+        )  # fmt: skip
     return record(cli, tested, trained, cli.trainer)
+
+
+def scored_test_sets(cli: LitSeqCLI) -> dict:
+    """What ``trainer.test`` tests: the data module (every test set), or with ``--scoring
+    selection`` the loader of its first test set alone (the one at the training length,
+    ``test/*``: its loss still tells a diverged run); a selection run is read for its
+    validation scores only, and the longer test sets are most of a test's cost."""
+    if cli.book.scoring == "selection":
+        return {"dataloaders": cli.datamodule.test_dataloader()[:1]}
+    return {"datamodule": cli.datamodule}
 
 
 def record(cli: LitSeqCLI, tested: list[dict], trained: Trained, trainer: Trainer) -> FitResult:
@@ -102,12 +115,16 @@ def record(cli: LitSeqCLI, tested: list[dict], trained: Trained, trainer: Traine
     What ends every fit, solo or a population's member (``lit_seq.population``, whose
     ``trainer`` is the population's).
     """
-    model, datamodule = cli.model, cli.datamodule
+    model, datamodule, book = cli.model, cli.datamodule, cli.book
     # the tested weights: their validation scores (what a grid selects on) and length curve
-    val_metrics = validation_scores(model, datamodule)
-    curve = length_curve(model, datamodule, cli.book.range_eval)
+    with book.phases.timing("val"):
+        val_metrics = validation_scores(model, datamodule)
+    curve = {}
+    if book.scoring == "full":  # a selection run is read for its validation scores alone
+        with book.phases.timing("range_eval"):
+            curve = length_curve(model, datamodule, book.range_eval)
     result = fit_result(cli, tested, val_metrics, curve, trained, trainer)
-    result.write(cli.book.run_dir)
+    result.write(book.run_dir)
     return result
 
 
@@ -127,6 +144,7 @@ def fit_result(
     """The record of a finished fit: what it trained, how long, every score, and where."""
     model, datamodule, book = cli.model, cli.datamodule, cli.book
     reached = book.reached
+    wall, cpu = book.phases.seconds()
     return FitResult(
         task=datamodule.name,
         arch=model.arch_name,
@@ -156,6 +174,9 @@ def fit_result(
         range_ood_longest=longest_past_training(curve, datamodule.train_length),
         chance=model.chance_level,
         context_floor=context_floors(datamodule, curve),
+        phase_seconds=wall,
+        phase_cpu_seconds=cpu,
+        scoring=book.scoring,
         **cli.seeds,
         **fit_environment(trainer.strategy.root_device, trainer.precision),
     )

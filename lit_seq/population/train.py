@@ -9,7 +9,10 @@ each with its own bookkeeping (its ``RunBook``, called by ``members.MembersKeepe
 member that reaches its target or diverges stops updating at that validation; the others go
 on unchanged. Then the members are tested together, one pass over each test set for all,
 and each is recorded by its solo fit's own code; the result list holds its ``FitResult``,
-or the exception it failed with.
+or the exception it failed with. Members scored for selection (``--scoring selection``)
+skip the range evaluation as a solo fit does, and when all are, the longer test sets too;
+a pack with a member scored in full tests every member on every set (one pass for all). Each record's phase seconds (``lit_seq.fit.phases``) are its own build, checkpoint
+writes and scoring plus 1/K of the pack's training and test (:func:`share_phases`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from torch import nn
 from lit_seq.fit.callbacks import Drawing, plot_attention, plot_confusion
 from lit_seq.fit.checkpoints import AtomicCheckpointIO
 from lit_seq.fit.cli import LitSeqCLI, build_cli, save_member_config
+from lit_seq.fit.phases import PhaseClock
 from lit_seq.fit.run import Trained, print_header, record
 from lit_seq.fit.seeds import run_seed
 from lit_seq.fit.signals import FitInterrupted
@@ -126,6 +130,10 @@ def fit_population(member_args: list[list[str]]) -> list[FitResult | BaseExcepti
         for cli in clis:  # nothing trained: every folder is free again
             cli.book.lock.release()
         raise
+    for cli in clis:  # each member's own build ends here; the pack's phases are shared
+        cli.book.phases.leave("build")
+    pack = PhaseClock()
+    pack.enter("build")
     clip = clis[0].config.trainer.get("gradient_clip_val")
     compile_choice = clis[0].config.get("compile", "off")
     population = PopulationSystem([c.model for c in clis], clip, compile_choice=compile_choice)
@@ -146,13 +154,16 @@ def fit_population(member_args: list[list[str]]) -> list[FitResult | BaseExcepti
             for cli in clis:
                 print_header(cli, trainer)
                 save_member_config(cli, trainer)
+            pack.leave("build")
+            pack.enter("train")
             try:
                 trainer.fit(population, datamodule=data)
             finally:
+                pack.leave("train")
                 for k in range(len(clis)):  # its final weights (a stopped member's: its last)
                     population.sync_member(k)
             outcomes = list(keeper.errors)
-            _test_and_record(trainer, population, data, clis, outcomes)
+            _test_and_record(trainer, population, data, clis, outcomes, pack)
     except (Exception, FitInterrupted) as err:  # every member not yet recorded fails with it
         outcomes = [o if isinstance(o, FitResult) else err for o in outcomes]
     finally:
@@ -161,10 +172,11 @@ def fit_population(member_args: list[list[str]]) -> list[FitResult | BaseExcepti
     return outcomes
 
 
-def _test_and_record(trainer, population, data, clis, outcomes: list) -> None:
+def _test_and_record(trainer, population, data, clis, outcomes: list, pack: PhaseClock) -> None:
     """Test the members that did not fail together, each on the weights its solo fit would
     score (its book's ``scored_checkpoint``; one pass over each test set for all), then
-    record each as its solo fit."""
+    record each as its solo fit, with its share of the ``pack``'s phases."""
+    pack.enter("test")
     tested = [k for k, outcome in enumerate(outcomes) if outcome is None]
     for k in tested:
         member, book = population.members[k], clis[k].book
@@ -176,7 +188,12 @@ def _test_and_record(trainer, population, data, clis, outcomes: list) -> None:
         member.prepare_tests(clis[k].datamodule)
         member.trainer = trainer  # its precision, for the scores after the test
     population.tested = tested
-    trainer.test(population, datamodule=data, verbose=False)
+    if all(clis[k].book.scoring == "selection" for k in tested):  # as scored_test_sets
+        trainer.test(population, dataloaders=data.test_dataloader()[:1], verbose=False)
+    else:  # a member scored in full: one pass over every test set for all
+        trainer.test(population, datamodule=data, verbose=False)
+    pack.leave("test")
+    share_phases(pack, [cli.book for cli in clis])
     for k in tested:
         cli, book = clis[k], clis[k].book
         try:
@@ -187,6 +204,21 @@ def _test_and_record(trainer, population, data, clis, outcomes: list) -> None:
             outcomes[k] = record(cli, [population.test_results[k]], trained, trainer)
         except Exception as err:  # noqa: BLE001 - the member fails; the others are recorded
             outcomes[k] = err
+
+
+def share_phases(pack: PhaseClock, books: list) -> None:
+    """Give each of the K members' ``books`` 1/K of the ``pack``'s phases (its build, its
+    training, its test). A member's checkpoint writes are its own clock's ``write``
+    already, so they leave the pack's ``train`` (where they happened) first: the members'
+    phases add up to the pack's, each second once. Their scoring after it (validation
+    scores, range evaluation) is each member's own."""
+    wall, cpu = pack.seconds()
+    for book in books:
+        own_wall, own_cpu = book.phases.seconds()
+        wall["train"] -= own_wall["write"]
+        cpu["train"] -= own_cpu["write"]
+    for book in books:
+        book.phases.add(wall, cpu, share=1 / len(books))
 
 
 def _check_population(clis: list[LitSeqCLI]) -> None:

@@ -22,8 +22,12 @@ the longest test set's ``acc_ood``; for one label per sequence (or ``exact``)
 ``range_ood/<main>`` (Delétang's score), or without a range evaluation the longest test
 set's ``<main>`` (seq2seq: ``test_len20/exact``); ``scored_on`` names its lengths and
 chance level (:func:`~lit_seq.results.scored_on.scored_on`: ``lengths 41-200, chance 0.5``).
-Every ok run of the group counts, the ones a ``select:`` block did not report included: a
-group's rows are all the models trained for it. The mean and 95% bootstrap interval over
+Every ok run of the group scored in full counts, the ones a ``select:`` block did not
+report included: a group's rows are all the models trained for it. A run on a selection
+seed that its grid scored for selection only (``select.score: selection``, the default
+outside ``paper:`` grids; its record's ``scoring``) has no score, so neither column can
+choose it: both are over the runs scored in full, and ``unscored`` counts the others
+(the tables say "of N scored"). The mean and 95% bootstrap interval over
 seeds beside it come from the aggregate (the cell holding the best-by-validation run),
 flagged when its ``select:`` winner ends its sweep.
 """
@@ -45,7 +49,7 @@ BEST_COLUMNS = ["task", "arch", "group", "runs", "failed", "score", "scored_on"]
 BEST_COLUMNS += ["best_by_val", "val", "best_by_val_score", "val_ties", "tied_score", "tied_runs"]
 BEST_COLUMNS += ["max", "max_run"]
 BEST_COLUMNS += ["cell_mean", "cell_ci_low", "cell_ci_high", "cell_n", "cell_values"]
-BEST_COLUMNS += ["cell_select_edge"]
+BEST_COLUMNS += ["cell_select_edge", "unscored"]  # unscored: runs scored for selection only
 TIE_BREAK = "val/loss"  # lower wins among runs tied on the main validation metric
 
 
@@ -93,13 +97,16 @@ def best_row(rows: pd.DataFrame, aggregate: pd.DataFrame) -> dict:
     score = score_column(rows, main)
     val = f"val/{main}"
     ok = rows[rows["status"] == "ok"]
+    lean = ok["scoring"].eq("selection") if "scoring" in ok else pd.Series(False, ok.index)
+    ok, unscored = ok[~lean], int(lean.sum())  # a run scored for selection has no score
     axes = [c for c in rows.columns if c not in NOT_AXES and "/" not in c and c != "group"]
     varying = [a for a in ["block", *axes] if rows[a].nunique(dropna=False) > 1]
     row = {
         "task": rows["task"].iloc[0],
         "arch": rows["arch"].iloc[0],
         "runs": len(ok),
-        "failed": len(rows) - len(ok),
+        "failed": len(rows) - len(ok) - unscored,
+        "unscored": unscored,
         "score": score,
         "scored_on": scored_on(rows, score),  # its lengths and chance level
     }
@@ -229,7 +236,9 @@ def best_markdown(table: pd.DataFrame) -> str:
             cells += [score, _best_text(row), _best_score(row)]
             cells += [_run_text(row["max_run"], row["max"])]
             failed = f" ({row['failed']} failed)" if row["failed"] else ""
-            cells += [_interval(row), f"{row['runs']}{failed}"]
+            unscored = row.get("unscored", 0)
+            lean = f" of {row['runs']} scored, {unscored} for selection only" if unscored else ""
+            cells += [_interval(row), f"{row['runs']}{failed}{lean}"]
             body.append(cells)
         parts.append(f"### Best run {title}\n\n" + markdown_table(header, body))
     return "\n".join(parts)

@@ -6,6 +6,9 @@ same score (``range_ood/acc``: the accuracy averaged over the test lengths past 
 
 - ``max``: the highest score of any ok run of the row, every seed and learning rate (the
   paper's number: "we report the maximum score instead of the average", their Section 4);
+  ``runs`` counts the runs it is over. Every run has the score because a grid that names
+  ``paper:`` scores its selection runs in full by default (``select.score``); one that
+  sets ``score: selection`` has a max over its reported runs alone, and ``runs`` says so;
 - ``mean [95% bootstrap]`` over the reported seeds (those that ran at the rate the row's
   ``select:`` chose on validation) and how many of them reach 90 (Wilson interval);
 - ``fits``: the highest validation accuracy (at the training length N, x 100) of any ok run

@@ -1,7 +1,8 @@
 """A grid folder's report: its tables and plots, written from its records alone.
 
 ``runs``, ``aggregate`` and ``summary`` (:mod:`lit_seq.results.tables`), ``best``
-(:mod:`lit_seq.results.best`), ``comparisons`` (:mod:`lit_seq.results.comparisons`: the
+(:mod:`lit_seq.results.best`), ``phases`` (where the hours went:
+:mod:`lit_seq.results.hours`), ``comparisons`` (:mod:`lit_seq.results.comparisons`: the
 grid's own paired comparisons with BH q across them, and the seed-luck test of
 :mod:`lit_seq.results.seed_wins`) and the plots (:mod:`lit_seq.results.plots`, and every
 run's score per cell, :mod:`lit_seq.results.strip`).
@@ -22,6 +23,7 @@ from lit_seq.results.comparisons import (
     read_pairs,
 )
 from lit_seq.results.fits import FitRule
+from lit_seq.results.hours import phase_markdown, phase_table
 from lit_seq.results.page_tables import read_tables, tables_markdown
 from lit_seq.results.paper import PAPER_FIT, PAPERS, paper_markdown, side_by_side
 from lit_seq.results.plots import write_plots
@@ -109,6 +111,9 @@ def build_report(
         beside = side_by_side(runs, PAPERS[paper])
         atomic_write_text(Path(out_dir) / "paper.csv", beside.to_csv(index=False))
         atomic_write_text(Path(out_dir) / "paper.md", paper_markdown(beside, paper))
+    hours = phase_table(records)
+    atomic_write_text(Path(out_dir) / "phases.csv", hours.to_csv(index=False))
+    atomic_write_text(Path(out_dir) / "phases.md", phase_markdown(hours))
     plots = write_plots(out_dir, runs, by_id) + write_strip_plots(out_dir, runs)
     print_aggregate(aggregate, console)
     return runs, aggregate, plots

@@ -46,7 +46,7 @@ from lit_seq.util.io import atomic_write_text
 
 ID_COLUMNS = ["run_id", "block", "cell", "task", "arch"]
 RUN_COLUMNS = ["seed", "main_metric", "params", "train_length", "steps", "train_seconds"]
-RUN_COLUMNS += ["samples_per_second"]
+RUN_COLUMNS += ["samples_per_second", "scoring"]  # scoring: full, or selection (val only)
 RUN_COLUMNS += ["target", "target_reached", "target_step", "target_seconds", "chance"]
 # the lengths a run's range_ood/<metric> means average, from its curve (scored_on.py)
 RUN_COLUMNS += ["range_ood_lengths"]
