@@ -60,19 +60,6 @@ def test_a_bad_score_is_one_line():
         _spec({**SELECT, "score": "some"})
 
 
-# every shipped grid's fingerprint (its runs' ids, configs and arguments) as of the commit
-# before issue 57: what a folder of each was made with
-BEFORE = json.loads((REPO / "tests" / "fixtures" / "grid_fingerprints.json").read_text())
-
-
-@pytest.mark.parametrize("grid", sorted(BEFORE["fingerprints"]))
-def test_every_shipped_grid_keeps_its_run_ids_and_fingerprint(grid):
-    """No shipped grid opts in to anything here, so none moves; the run digests of the
-    published ones are test_deletang_fidelity's integration test."""
-    spec = load_spec(REPO / "ablations" / f"{grid}.yaml")
-    assert fingerprint(spec["name"], expand(spec)) == BEFORE["fingerprints"][grid]
-
-
 def test_every_published_grid_keeps_its_run_ids():
     for marker in sorted((REPO / "docs" / "results").glob("*/fingerprint.json")):
         grid = REPO / "ablations" / f"{marker.parent.name}.yaml"
