@@ -99,3 +99,64 @@ def test_every_shipped_tables_file_names_cells_of_its_grid(path, grid):
     aggregate = pd.DataFrame({"cell": cells, **{f"{m}_mean": float("nan") for m in metrics}})
     tables = read_tables(REPO / path, aggregate)
     assert sum(len(t["rows"]) for t in tables) == sum(len(e["rows"]) for e in entries) > 0
+
+
+def _sweep_record(lr, seed: int, val: float, acc: float, index: int):
+    """One run of block ``r``'s lr sweep on arch ``mamba``: selection seeds 100-101 at each
+    rate, reported seeds at the winner (``lr="selected"``, run at 0.01)."""
+    from lit_seq.record import RunRecord
+
+    group = "r__arch=mamba"
+    return RunRecord(
+        run_id=f"{group}__lr={lr}__seed={seed}",
+        block="r",
+        cell=f"{group}__lr={lr}",
+        task="associative_recall",
+        arch="mamba",
+        axes={"arch": "mamba", "lr": 0.01 if lr == "selected" else lr},
+        axis_order=["arch", "lr"],
+        seed=seed,
+        main_metric="acc",
+        status="ok",
+        metrics={"test/acc": acc},
+        val_metrics={"val/acc": val},
+        select_axis="lr",
+        select_metric="val/acc",
+        select_group=group,
+        select_seeds=[100, 101],
+        select_from=[0.001, 0.01] if lr == "selected" else [],
+        index=index,
+    )
+
+
+def test_zoologys_best_rate_is_each_selection_seeds_maximum_over_rates_then_their_mean(tmp_path):
+    """best_rate.py's worked example: test/acc 0.30 / 0.90 at rates 0.001 / 0.01 on seed 100,
+    0.95 / 0.50 on seed 101 -> draws 0.90 and 0.95, mean 0.925 (the best per-rate mean would
+    be 0.700); the reported seeds (0.80, 0.70 at the winner, 0.01) are ours beside it."""
+    from lit_seq.results.best_rate import best_rate_values
+    from lit_seq.results.tables import aggregate_table, runs_table
+
+    runs = runs_table(
+        [
+            _sweep_record(0.001, 100, 0.3, 0.30, 0),
+            _sweep_record(0.01, 100, 0.9, 0.90, 1),
+            _sweep_record(0.001, 101, 0.9, 0.95, 2),
+            _sweep_record(0.01, 101, 0.6, 0.50, 3),
+            _sweep_record("selected", 0, 0.8, 0.80, 4),
+            _sweep_record("selected", 1, 0.7, 0.70, 5),
+        ]
+    )
+    aggregate = aggregate_table(runs)
+    assert best_rate_values(runs, "r__arch=mamba", "test/acc") == ({100: 0.90, 101: 0.95}, 2)
+    (tmp_path / "tables.yaml").write_text(
+        "[{title: recall, columns: [N], best_rate: test/acc, rows: [[mamba, mamba, test/acc]]}]"
+    )
+    text = tables_markdown(read_tables(tmp_path / "tables.yaml", aggregate), aggregate, runs)
+    header, _, row = text.splitlines()[2:5]
+    assert header == (
+        "|  | N | Zoology's protocol: best rate's test/acc, per seed | n | rate chosen |"
+    )
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert cells[0] == "mamba" and cells[1].startswith("0.750 [")  # ours: seeds 0-1 at 0.01
+    assert cells[2] == "0.925 (2 seeds, 0.900-0.950; best of 2 rates)"
+    assert cells[3:] == ["2", "0.01 (highest of its sweep)"]

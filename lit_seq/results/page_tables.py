@@ -11,6 +11,10 @@ command rather than by hand. The file is a YAML list of tables::
         - [echo / rnn, 'recurrent_echo rnn', test/acc, range_ood/acc_ood]
         - [echo / transformer, 'echo_pos sinusoidal', test/acc, '-']
 
+A table may add ``best_rate: <metric>``: one more column, Zoology's protocol beside ours,
+the best rate's ``metric`` recomputed from our runs seed by seed
+(:mod:`lit_seq.results.best_rate`), next to the columns' selected-rate means.
+
 Each entry shows ``mean [95% bootstrap interval]; successes/n [Wilson interval]``
 (:func:`tables.summary_cell`) and, after the columns, the rate the cell chose and whether it
 sits at an end of its sweep, and what its seeds' machines differ in when some row's do
@@ -23,12 +27,14 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from lit_seq.results.best_rate import best_rate_text
 from lit_seq.results.compare import find_cell
 from lit_seq.results.markdown import markdown_table
 from lit_seq.results.stats import under_covers_note
 from lit_seq.results.tables import MIXED, summary_cell
 
 TABLE_KEYS = ("title", "columns", "rows")
+OPTIONAL_KEYS = ("best_rate",)  # a metric: Zoology's best-rate column (best_rate.py)
 EMPTY = "-"
 
 
@@ -63,8 +69,19 @@ def read_tables(path: Path, aggregate: pd.DataFrame) -> list[dict]:
     tables = []
     for i, entry in enumerate(entries):
         where = f"{path}: table {i + 1}"
-        if not isinstance(entry, dict) or set(entry) != set(TABLE_KEYS):
-            raise ValueError(f"{where}: keys must be exactly {list(TABLE_KEYS)}, got {entry!r}")
+        if not isinstance(entry, dict) or not set(TABLE_KEYS) <= set(entry) <= {
+            *TABLE_KEYS,
+            *OPTIONAL_KEYS,
+        }:
+            raise ValueError(
+                f"{where}: keys must be exactly {list(TABLE_KEYS)}, and optionally "
+                f"{list(OPTIONAL_KEYS)}, got {entry!r}"
+            )
+        best_rate = entry.get("best_rate")
+        if best_rate is not None and f"{best_rate}_mean" not in aggregate.columns:
+            raise ValueError(
+                f"{where}: best_rate: no metric {best_rate!r} in this grid's aggregate"
+            )
         columns = [str(c) for c in entry["columns"]]
         rows = []
         for j, row in enumerate(entry["rows"]):
@@ -83,23 +100,34 @@ def read_tables(path: Path, aggregate: pd.DataFrame) -> list[dict]:
                 if metric != EMPTY and f"{metric}_mean" not in aggregate.columns:
                     raise ValueError(f"{at}: no metric {metric!r} in this grid's aggregate")
             rows.append((label, cell, metrics))
-        tables.append({"title": str(entry["title"]), "columns": columns, "rows": rows})
+        tables.append(
+            {"title": str(entry["title"]), "columns": columns, "rows": rows, "best_rate": best_rate}
+        )
     return tables
 
 
-def tables_markdown(tables: list[dict], aggregate: pd.DataFrame) -> str:
-    """Every table of :func:`read_tables` as Markdown, headed by its title."""
+def tables_markdown(
+    tables: list[dict], aggregate: pd.DataFrame, runs: pd.DataFrame | None = None
+) -> str:
+    """Every table of :func:`read_tables` as Markdown, headed by its title; ``runs`` (the
+    runs table, selection runs included) for a table with a ``best_rate`` column."""
     by_cell = aggregate.set_index("cell")
     parts = []
     for table in tables:
+        best_rate = table.get("best_rate")
+        if best_rate and runs is None:
+            raise ValueError(f"table {table['title']!r}: best_rate needs the runs table")
         mixed = [_mixed(by_cell.loc[cell]) for _, cell, _ in table["rows"]]
-        header = ["", *table["columns"], "n", "rate chosen", *([MIXED] if any(mixed) else [])]
+        peer = [f"Zoology's protocol: best rate's {best_rate}, per seed"] if best_rate else []
+        header = ["", *table["columns"], *peer, "n", "rate chosen"]
+        header += [MIXED] if any(mixed) else []
         body = []
         for (label, cell, metrics), flag in zip(table["rows"], mixed, strict=True):
             row = by_cell.loc[cell]
             entries = [
                 EMPTY if m == EMPTY else summary_cell(row, m, per_seed=False) for m in metrics
             ]
+            entries += [best_rate_text(runs, cell, best_rate)] if best_rate else []
             body.append(
                 [label, *entries, str(row["n"]), _chosen(row), *([flag] if any(mixed) else [])]
             )

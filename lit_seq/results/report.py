@@ -84,7 +84,9 @@ def build_report(
     claims = read_anchors(anchors, aggregate) if anchors else []
     write_tables(out_dir, runs, aggregate)
     if page_tables:
-        atomic_write_text(Path(out_dir) / "tables.md", tables_markdown(page_tables, aggregate))
+        atomic_write_text(
+            Path(out_dir) / "tables.md", tables_markdown(page_tables, aggregate, runs)
+        )
     best = best_tables(runs, aggregate)
     atomic_write_text(Path(out_dir) / "best.csv", best.to_csv(index=False))
     atomic_write_text(Path(out_dir) / "best.md", best_markdown(best))
