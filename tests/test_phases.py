@@ -130,6 +130,10 @@ def test_the_phase_table_adds_up_by_cell_with_worked_numbers():
     text = phase_markdown(phase_table(records))
     assert "| a | 2 | 16.0 s | 3.0 s (19%) | 8.0 s (50%) |" in text
     assert "1 of 5 records were made before runs kept their phases" in text
+    # the share is of the wall of the runs that kept phases (24 s), and a cell without any
+    # prints "-", not 0
+    assert "| all | 5 | 29.0 s | 3.0 s (12%) | 12.0 s (50%) |" in text
+    assert "| c | 1 | 5.0 s | - | - |" in text
 
 
 def test_old_records_without_phases_still_load():

@@ -11,6 +11,7 @@ kept count in ``wall`` and ``no_phases`` but in no phase, and the Markdown says 
 Worked example: two runs of one cell, wall 10 s and 6 s, phases {build 2, train 5,
 range_eval 2} and {build 1, train 3, range_eval 1} -> wall 16, build 3, train 8,
 range_eval 3, rest 2; range_eval is 3 / 16 = 19% of the wall.
+A row none of whose runs kept phases prints "-" for them (not 0).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pandas as pd
 from lit_seq.record import PHASES, RunRecord
 from lit_seq.results.markdown import markdown_table
 
-HOURS_COLUMNS = ["cell", "runs", "no_phases", "wall", *PHASES, "rest", "cpu"]
+HOURS_COLUMNS = ["cell", "runs", "no_phases", "wall", "timed_wall", *PHASES, "rest", "cpu"]
 
 
 def _row(cell: str, records: list[RunRecord]) -> dict:
@@ -30,8 +31,8 @@ def _row(cell: str, records: list[RunRecord]) -> dict:
     row["wall"] = sum((r.wall_seconds or 0.0) * k for r, k in zip(records, share, strict=True))
     for phase in PHASES:
         row[phase] = sum(r.phase_seconds.get(phase, 0.0) for r, _ in timed)
-    timed_wall = sum((r.wall_seconds or 0.0) * k for r, k in timed)
-    row["rest"] = timed_wall - sum(row[phase] for phase in PHASES)
+    row["timed_wall"] = sum((r.wall_seconds or 0.0) * k for r, k in timed)
+    row["rest"] = row["timed_wall"] - sum(row[phase] for phase in PHASES)
     row["cpu"] = sum(sum(r.phase_cpu_seconds.values()) for r, _ in timed)
     return row
 
@@ -52,19 +53,21 @@ def _hours(seconds: float, wall: float) -> str:
 
 
 def phase_markdown(table: pd.DataFrame) -> str:
-    """The table in Markdown: each phase's seconds (or hours) and its share of the wall."""
+    """The table in Markdown: each phase's seconds (or hours) and its share of the wall of
+    the runs that kept phases; "-" in a row none of whose runs kept them."""
     header = ["cell", "runs", "wall", *PHASES, "rest", "CPU"]
     body = []
     for _, row in table.iterrows():
-        wall = row["wall"]
-        cells = [row["cell"], str(row["runs"]), _hours(wall, 0)]
-        cells += [_hours(row[c], wall) for c in [*PHASES, "rest"]]
-        body.append([*cells, _hours(row["cpu"], 0)])
+        timed = row["no_phases"] < row["runs"]
+        cells = [row["cell"], str(row["runs"]), _hours(row["wall"], 0)]
+        cells += [_hours(row[c], row["timed_wall"]) if timed else "-" for c in [*PHASES, "rest"]]
+        body.append([*cells, _hours(row["cpu"], 0) if timed else "-"])
     text = "### Where the hours went, by phase\n\n" + markdown_table(header, body)
     missing = int(table.iloc[0]["no_phases"]) if len(table) else 0
     if missing:
         text += (
             f"\n{missing} of {int(table.iloc[0]['runs'])} records were made before runs kept "
-            "their phases: their wall seconds are in `wall` but in no phase or `rest`.\n"
+            "their phases: their wall seconds are in `wall` but in no phase or `rest`, and the "
+            "shares are of the wall of the runs that kept them.\n"
         )
     return text
