@@ -67,7 +67,16 @@ def strip_figure(rows: pd.DataFrame, task: str):
     if len(chance):
         level = chance.iloc[0]
         ax.axhline(level, color="grey", linestyle=":", linewidth=1, label=f"chance {level:.3g}")
-        ax.legend(fontsize=7, loc="best")  # where the points leave room
+        # named on the line's right end, under it: a legend box can hide points at 1.0
+        ax.text(
+            len(order) - 0.45,
+            level,
+            f"chance {level:.3g}",
+            fontsize=7,
+            color="grey",
+            ha="right",
+            va="top",
+        )
     ax.set_xticks(range(len(order)), order, fontsize=7, rotation=30 if len(order) > 4 else 0)
     ax.set_xlim(-0.6, len(order) - 0.4)
     if values.between(0, 1).all():  # a rate: its whole range, so chance sits where it is
