@@ -35,6 +35,18 @@ def test_a_table_shows_each_named_cell_with_its_aggregate_numbers(tmp_path):
     assert nope.startswith("| NoPE | - | 0.625 [") and nope.endswith("| 6 | shipped |")
 
 
+def test_a_table_names_what_each_column_is_scored_on(tmp_path):
+    _, aggregate = _tables()
+    aggregate["train_length"], aggregate["chance"], aggregate["main_metric"] = 10, 0.5, "acc"
+    (tmp_path / "tables.yaml").write_text(TWO_CELLS)
+    lines = tables_markdown(read_tables(tmp_path / "tables.yaml", aggregate), aggregate)
+    # from the cells' aggregate, not typed: the test set's length, the positions past N
+    assert lines.splitlines()[2] == (
+        "Scored on: test acc: length 10, chance 0.5 | past N: lengths > 10, positions > 10, "
+        "chance 0.5."
+    )
+
+
 def test_a_rate_the_grid_sets_is_named_as_set_not_as_shipped(tmp_path):
     _, aggregate = _tables()
     aggregate["lr"] = 0.01  # an lr axis with one value, no select: block

@@ -30,6 +30,7 @@ import yaml
 from lit_seq.results.best_rate import best_rate_text
 from lit_seq.results.compare import find_cell
 from lit_seq.results.markdown import markdown_table
+from lit_seq.results.scored_on import scored_on
 from lit_seq.results.stats import under_covers_note
 from lit_seq.results.tables import MIXED, summary_cell
 
@@ -106,6 +107,21 @@ def read_tables(path: Path, aggregate: pd.DataFrame) -> list[dict]:
     return tables
 
 
+def _scored_on(table: dict, by_cell: pd.DataFrame) -> str:
+    """``Scored on: past N: lengths 12-40 every 2, chance 0.5.`` per column (what its
+    entries average over and their chance, from the cells' aggregate; "" if unknown)."""
+    notes = []
+    for i, column in enumerate(table["columns"]):
+        labels = []
+        for _, cell, metrics in table["rows"]:
+            if metrics[i] != EMPTY:
+                label = scored_on(by_cell.loc[[cell]], metrics[i])
+                labels += [label] if label else []
+        if labels:
+            notes.append(f"{column}: {'; '.join(dict.fromkeys(labels))}")
+    return f"Scored on: {' | '.join(notes)}.\n\n" if notes else ""
+
+
 def tables_markdown(
     tables: list[dict], aggregate: pd.DataFrame, runs: pd.DataFrame | None = None
 ) -> str:
@@ -131,6 +147,8 @@ def tables_markdown(
             body.append(
                 [label, *entries, str(row["n"]), _chosen(row), *([flag] if any(mixed) else [])]
             )
-        parts.append(f"### {table['title']}\n\n" + markdown_table(header, body))
+        parts.append(
+            f"### {table['title']}\n\n" + _scored_on(table, by_cell) + markdown_table(header, body)
+        )
     shown = [by_cell.loc[cell, "n"] for table in tables for _, cell, _ in table["rows"]]
     return "\n".join(parts) + under_covers_note(shown)
