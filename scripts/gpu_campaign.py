@@ -12,7 +12,7 @@ whose output goes straight into its log under ``--out`` (default $OUT), so a cal
 still brings back what it printed:
 
 1. ``tests``: ``pytest -m gpu`` (at most :data:`TESTS_S`), into ``gpu_tests.log``;
-2. ``speed``: ``python -m lit_seq.bench --sections pack_step,deletang_step`` (populations
+2. ``speed``: ``python -m lit_seq.bench --sections pack_step,pack`` (populations
    against solo steps) until :data:`STAGE1_S` is spent, into ``speed.log`` and ``speed.json``;
 3. ``grid``: ``python -m lit_seq.ablate ablations/chomsky_gpu.yaml --out docs/results/
    chomsky_gpu --pack on --wandb off --time-limit LEFT`` for the rest less :data:`MARGIN_S`,
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             failed.append("tests")
     left = STAGE1_S - (time.monotonic() - start)
     if "speed" in args.stages and left > 10:
-        bench = [python, "-m", "lit_seq.bench", "--sections", "pack_step,deletang_step"]
+        bench = [python, "-m", "lit_seq.bench", "--sections", "pack_step,pack"]
         if stage([*bench, "--out", str(out / "speed.json")], out / "speed.log", left, env) != 0:
             failed.append("speed")
     left = args.budget_s - (time.monotonic() - start) - MARGIN_S

@@ -19,7 +19,8 @@ W&B project and entity, first found wins: --wandb-project / --wandb-entity, the 
 ``--time-limit SECONDS`` stops the grid once that much wall clock has passed since the
 command started, as SIGTERM stops it (a cluster job's time limit, a preemptible machine):
 every finished run keeps its record, the runs still training are stopped and start over
-when the same command runs again (docs/grids.md, "Time-limited jobs").
+when the same command runs again (docs/grids.md, "Time-limited jobs and preemptible
+machines").
 Exit codes: 0 every run ok, 1 some run failed, 2 bad input (nothing trained or touched),
 124 stopped at --time-limit, 143 stopped by SIGTERM, 130 by Ctrl-C (the last three: run the
 same command to resume).
