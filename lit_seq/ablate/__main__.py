@@ -286,11 +286,8 @@ def run_grid(
     time_limit: float | None = None,
     started: float = 0.0,
 ) -> int:
-    """Run what is left of ``plan``, then write the tables, plots and W&B summary.
-
-    Until the last run ends, SIGTERM and the end of ``time_limit`` seconds from ``started``
-    stop the grid (:class:`~lit_seq.ablate.time_limit.GridStopped`; no tables then).
-    """
+    """Run what is left of ``plan``, then write the tables, plots and W&B summary; until the
+    last run ends, SIGTERM and ``time_limit`` seconds after ``started`` stop it (GridStopped)."""
     spec, runs, out_dir = plan.spec, plan.runs, plan.out_dir
     todo = [r for r in runs if not _done(plan.done, r)]
     where = "as Ray tasks" if args.executor == "ray" else f"on {args.workers} local worker(s)"
@@ -373,28 +370,11 @@ def _say_growth(gained: list[str], grid: Plan, console: Console, verb: str) -> N
         )
 
 
-def _say_stopped(stop: GridStopped, grid: Plan, console: Console) -> None:
-    """One line: why the grid stopped, what is saved, how to go on."""
-    done = read_records(grid.out_dir)
-    ok = sum(_done(done, r) for r in grid.runs)
-    console.print(
-        f"{stop.why}: {ok} of {len(grid.runs)} runs done, their records in {grid.out_dir}; "
-        "run the same command to resume",
-        highlight=False,
-        soft_wrap=True,
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()  # --time-limit counts from here: the checks take time too
     quiet_libraries()
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        time_limit = None if args.time_limit is None else parse_time_limit(args.time_limit)
-    except ValueError as err:  # one line, before anything is read or trained
-        print(f"lit_seq.ablate: error: {err}", file=sys.stderr)
-        return 2
     ray_flags = (args.ray_address, args.ray_num_cpus, args.ray_num_gpus, args.ray_pack_num_gpus)
     if args.executor != "ray" and any(f is not None for f in ray_flags):
         parser.error("the --ray-* options need --executor ray")
@@ -402,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--workers is for --executor local; Ray runs as many runs as fit the cluster")
     console = Console()
     try:
+        time_limit = None if args.time_limit is None else parse_time_limit(args.time_limit)
         grid = plan(args)
         if args.dry_run:
             print_plan(grid.spec, grid.runs, grid.done, grid.out_dir, console)
@@ -415,8 +396,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _say_growth(init_out_dir(grid.out_dir, grid.spec, grid.runs), grid, console, "grows")
         return run_grid(grid, args, console, time_limit, started)
-    except GridStopped as stop:
-        _say_stopped(stop, grid, console)
+    except GridStopped as stop:  # one line: what is saved, and how to go on
+        ok = sum(_done(read_records(grid.out_dir), r) for r in grid.runs)
+        console.print(stop.line(ok, len(grid.runs), grid.out_dir), highlight=False, soft_wrap=True)
         return stop.code
     except KeyboardInterrupt:
         console.print("interrupted: finished runs are saved; run the same command to resume")

@@ -14,8 +14,12 @@ than one run (or one population) never finishes the grid.
 import contextlib
 import math
 import signal
+import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
+
+from lit_seq.ablate.common import BadGrid
 
 TIME_LIMIT_EXIT = 124  # as coreutils' ``timeout``: the budget ran out, no run failed for it
 SIGTERM_EXIT = 128 + signal.SIGTERM  # 143, as a fit stopped by SIGTERM (lit_seq.fit.signals)
@@ -29,16 +33,23 @@ class GridStopped(BaseException):
         super().__init__(why)
         self.why, self.code = why, code
 
+    def line(self, done: int, runs: int, out_dir: Path) -> str:
+        """What the command says as it stops: why, how many runs are done, how to go on."""
+        return (
+            f"{self.why}: {done} of {runs} runs done, their records in {out_dir}; run the same "
+            "command to resume"
+        )
+
 
 def parse_time_limit(text: str) -> float:
-    """``--time-limit``'s value: seconds of wall clock, a finite number > 0; else ValueError
+    """``--time-limit``'s value: seconds of wall clock, a finite number > 0; else BadGrid
     whose message names the flag, the value and what is allowed."""
     try:
         seconds = float(text)
     except ValueError:
         seconds = math.nan
     if not (math.isfinite(seconds) and seconds > 0):
-        raise ValueError(
+        raise BadGrid(
             f"--time-limit={text}: must be a number of seconds > 0 (e.g. 3300 for a job of one "
             "hour: a bit less than the job's limit)"
         )
@@ -50,7 +61,8 @@ def stopping(limit: float | None, started: float) -> Iterator[None]:
     """While the block runs, SIGTERM and, when a ``limit`` is given, the end of ``limit``
     seconds counted from ``started`` (a ``time.monotonic()``: the command's start) raise
     :class:`GridStopped`, at once if they are already spent. Main thread only, as every
-    signal handler; the previous handlers come back when the block ends."""
+    signal handler (elsewhere SIGTERM keeps its own handler); the previous handlers come back
+    when the block ends."""
 
     def on_term(signum, frame) -> None:
         raise GridStopped("stopped by SIGTERM", SIGTERM_EXIT)
@@ -58,6 +70,11 @@ def stopping(limit: float | None, started: float) -> Iterator[None]:
     def on_alarm(signum, frame) -> None:
         raise GridStopped(f"time limit of {limit:g} s reached", TIME_LIMIT_EXIT)
 
+    if threading.current_thread() is not threading.main_thread():  # a driver called in-process
+        if limit is not None:
+            raise BadGrid("--time-limit needs the driver in the main thread (signals)")
+        yield
+        return
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGALRM)}
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGALRM, on_alarm)
