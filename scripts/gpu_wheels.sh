@@ -3,11 +3,11 @@
 #
 # The wheels a GPU device machine lacks, downloaded HERE (where pip reaches an index) into
 # DIR (default .whl, which .gitignore keeps out of git): the device reaches no package
-# index, so a call carries them (`carry: [".whl"]`) and scripts/gpu_campaign.sh installs
+# index, so a call carries them (`carry: [".whl"]`) and scripts/gpu_campaign.py installs
 # them. Its image (docs: /work/.library/device/KINDS.md) has torch, lightning, torchmetrics,
 # pandas, pyarrow, matplotlib, rich, scipy, pyyaml and pytest; lit_seq also needs
 # jsonargparse[signatures] (docstring-parser, typeshed-client) and filelock >= 3.30. W&B is
-# not needed: the campaign runs with --wandb off, which never imports it. All four are pure
+# not needed: the GPU grid runs with --wandb off, which never imports it. All four are pure
 # Python (py3-none-any, ~1.2 MB together); the versions are this project's venv's. The
 # platform flags are the device README's, for its Python 3.12 on manylinux x86_64.
 set -euo pipefail

@@ -132,3 +132,38 @@ def sigterm_once_file_exists(path: Path, timeout: float = 120) -> threading.Thre
     thread = threading.Thread(target=kill, daemon=True)
     thread.start()
     return thread
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (read from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is no zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def driver_workers(driver_pid: int) -> list[int]:
+    """The driver's worker processes (not multiprocessing's resource tracker)."""
+    found = []
+    for pid in children(driver_pid):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"spawn_main" in cmdline:
+            found.append(pid)
+    return found

@@ -25,7 +25,16 @@ from lit_seq.ablate.grid import load_grid
 from lit_seq.ablate.jobs import GridJob
 from lit_seq.ablate.run_one import execute_run
 from lit_seq.record import FitResult, read_records
-from tests.helpers import REPO, SMOKE, driver, echo_rnn_runs, write_grid
+from tests.helpers import (
+    REPO,
+    SMOKE,
+    alive,
+    children,
+    driver,
+    driver_workers,
+    echo_rnn_runs,
+    write_grid,
+)
 
 
 def record_files(out: Path) -> list[str]:
@@ -143,39 +152,6 @@ def test_changed_grid_is_refused_before_training(smoke, tmp_path, capsys):
     assert sorted((p.relative_to(out), p.stat().st_mtime_ns) for p in out.rglob("*")) == before
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _workers(driver_pid: int) -> list[int]:
-    """The driver's worker processes (not multiprocessing's resource tracker)."""
-    found = []
-    for pid in _children(driver_pid):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"spawn_main" in cmdline:
-            found.append(pid)
-    return found
-
-
 def _wait_for(condition, what: str, proc: subprocess.Popen, timeout: float = 180) -> None:
     deadline = time.time() + timeout
     while not condition():
@@ -204,22 +180,22 @@ def test_sigkill_of_a_worker_then_the_driver_loses_and_duplicates_nothing(tmp_pa
     proc = subprocess.Popen([*command, *flags], cwd=REPO, **quiet)
     try:
         # a worker killed while it holds a run: that run is failed, a new worker takes over
-        _wait_for(lambda: len(_workers(proc.pid)) == 2, "two workers", proc)
+        _wait_for(lambda: len(driver_workers(proc.pid)) == 2, "two workers", proc)
         # each holds a run by now, and is still importing Lightning (seconds on any machine)
         time.sleep(1.5)
-        os.kill(_workers(proc.pid)[0], signal.SIGKILL)
+        os.kill(driver_workers(proc.pid)[0], signal.SIGKILL)
         _wait_for(lambda: _any_record(out, "worker died"), "the dead worker's record", proc)
         _wait_for(lambda: _any_record(out, ""), "a finished run", proc)
         # then the driver, mid-grid
-        workers = _children(proc.pid)
+        workers = children(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     finally:
         proc.kill()
     deadline = time.time() + 15
-    while any(_alive(pid) for pid in workers) and time.time() < deadline:
+    while any(alive(pid) for pid in workers) and time.time() < deadline:
         time.sleep(0.1)
-    assert not any(_alive(pid) for pid in workers), "a worker outlived the driver"
+    assert not any(alive(pid) for pid in workers), "a worker outlived the driver"
     finished = {
         p.name: (p.read_bytes(), p.stat().st_mtime_ns)
         for p in (out / "records").glob("*.json")

@@ -11,6 +11,7 @@ from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.grid import load_grid
 from lit_seq.ablate.spec import config_file, expand, load_spec, parse_spec
 from lit_seq.fit import BadInput, build_cli, check_config
+from lit_seq.results.paper import MEMORY_ARCHS, NEW_TASKS
 from tests.helpers import GRIDS, REPO
 
 STRING_TASKS = ("reverse_string", "stack_manipulation", "duplicate_string", "odds_first")
@@ -165,7 +166,7 @@ def test_shipped_grid_sizes(shipped):
 
 
 def test_the_cpu_string_grid_is_the_gpu_grids_recurrent_string_rows_at_seeds_0_to_2(shipped):
-    # the CPU check must be the same runs as the GPU campaign's, so the two read side by side
+    # the CPU check must be the same runs as the GPU grid's, so the two read side by side
     def runs(name):
         return {(r.run_id, r.config, r.overrides) for r in shipped[name][1]}
 
@@ -177,6 +178,29 @@ def test_the_cpu_string_grid_is_the_gpu_grids_recurrent_string_rows_at_seeds_0_t
         and Path(run[1]).parts[-2] in STRING_TASKS
     }
     assert runs("chomsky_strings_cpu") == gpu and len(gpu) == 10 * 3
+
+
+def test_the_gpu_grid_is_the_rows_a_cpu_cannot_decide_at_10000_steps_and_their_middle_rate(
+    shipped,
+):
+    runs = shipped["chomsky_gpu"][1]
+    assert len(runs) == 68 * 10 and len({r.cell for r in runs}) == 68
+    assert {r.seed for r in runs} == set(range(10))
+    # configs/deletang/<task>/<arch>.yaml: their protocol's configs, one row each
+    archs = ("rnn", "lstm", "transformer", *MEMORY_ARCHS)
+    rows = {tuple(Path(r.config).parts[-2:]) for r in runs}
+    strings = {(t, f"{a}.yaml") for t in STRING_TASKS for a in archs}
+    added = {(t, f"{a}.yaml") for t in NEW_TASKS for a in archs}
+    assert all(r.config.startswith("configs/deletang/") for r in runs)
+    assert rows - strings - added == {
+        ("parity_check", "transformer.yaml"),
+        ("modular_arithmetic", "transformer.yaml"),
+    }
+    assert strings | added <= rows
+    for run in runs:
+        args = dict(a.lstrip("-").split("=", 1) for a in run.overrides if "=" in a)
+        assert args["trainer.max_steps"] == "10000"
+        assert args["model.init_args.lr"] == "0.0003"  # the middle of their 1e-4, 3e-4, 5e-4
 
 
 def test_mixers_grid_gives_every_arch_of_a_task_the_same_rates(shipped):

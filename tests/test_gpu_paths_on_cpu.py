@@ -253,7 +253,7 @@ def test_the_bench_times_a_cpu_by_cpu_time_and_a_gpu_by_the_wall_after_a_sync():
 
 @pytest.mark.integration
 def test_the_bench_hand_loop_makes_a_bf16_fits_updates_on_the_device_given(tmp_path):
-    # the loop the GPU campaign times (bf16 autocast, clipping), run with device="cpu"
+    # the loop the GPU speed rows time (bf16 autocast, clipping), run with device="cpu"
     with quiet_fit():
         cli = overhead.build(
             "echo", "rnn", 3, tmp_path, "--trainer.enable_progress_bar=false", BF16_CLIPPED[0]

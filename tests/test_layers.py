@@ -26,7 +26,6 @@ LAYERS = {
     "evaluate": 7,
     "compare": 7,
     "bench": 7,
-    "campaign": 8,  # a device loan's calls: runs tests, bench and grids as child processes
 }
 # same layer, still independent of each other (SPEC: models | data)
 APART = {("models", "data"), ("data", "models")}

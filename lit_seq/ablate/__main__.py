@@ -3,7 +3,7 @@
     python -m lit_seq.ablate ablations/smoke.yaml [--out DIR] [--workers N] [--threads T]
                              [--dry-run] [--pack auto|on|off] [--compile auto|on|off]
                              [--wandb auto|online|offline|off] [--wandb-project P]
-                             [--wandb-entity E] [--executor local|ray]
+                             [--wandb-entity E] [--time-limit SECONDS] [--executor local|ray]
                              [--ray-address auto|HOST:PORT] [--ray-num-cpus C] [--ray-num-gpus G]
                              [--ray-pack-num-gpus G]
 
@@ -16,13 +16,21 @@ winner; with ``select.extend: N`` a winner at an end of the sweep first adds the
 past it (up to N), run like any other (``--dry-run`` lists the values that may come).
 W&B project and entity, first found wins: --wandb-project / --wandb-entity, the grid's
 ``wandb: {project: P, entity: E}``, WANDB_PROJECT / WANDB_ENTITY, the default (lit_seq).
-Exit codes: 0 every run ok, 1 some run failed, 2 bad input (nothing trained or touched).
+``--time-limit SECONDS`` stops the grid once that much wall clock has passed since the
+command started, as SIGTERM stops it (a cluster job's time limit, a preemptible machine):
+every finished run keeps its record, the runs still training are stopped and start over
+when the same command runs again (docs/grids.md, "Time-limited jobs and preemptible
+machines").
+Exit codes: 0 every run ok, 1 some run failed, 2 bad input (nothing trained or touched),
+124 stopped at --time-limit, 143 stopped by SIGTERM, 130 by Ctrl-C (the last three: run the
+same command to resume).
 """
 
 import argparse
 import contextlib
 import dataclasses
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +50,7 @@ from lit_seq.ablate.ray_executor import ray_executor, ray_options, require_ray
 from lit_seq.ablate.run_one import failed_record
 from lit_seq.ablate.select import resolve
 from lit_seq.ablate.spec import Run
+from lit_seq.ablate.time_limit import GridStopped, parse_time_limit, stopping
 from lit_seq.ablate.wandb_summary import log_summary
 from lit_seq.fit.wandb_modes import DEFAULT_PROJECT, WANDB_MODES, resolve_wandb_mode, wandb_target
 from lit_seq.record import RunRecord, read_records, write_record
@@ -124,6 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="E",
         help="W&B entity (user or team), likewise: this > the grid's wandb: {entity: ...} > "
         "WANDB_ENTITY > W&B's default for the API key",
+    )
+    parser.add_argument(
+        "--time-limit",
+        metavar="SECONDS",
+        help="stop the grid this many seconds after the command started, as SIGTERM does: "
+        "finished runs keep their records, the runs still training start over when the same "
+        "command runs again (exit code 124); for a cluster job pass a bit less than its limit "
+        "(docs/grids.md)",
     )
     parser.add_argument(
         "--executor",
@@ -262,8 +279,15 @@ def _wandb_where(plan: Plan) -> str:
     return f"{plan.wandb_mode}, project {entity}{plan.wandb_project}"
 
 
-def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
-    """Run what is left of ``plan``, then write the tables, plots and W&B summary."""
+def run_grid(
+    plan: Plan,
+    args: argparse.Namespace,
+    console: Console,
+    time_limit: float | None = None,
+    started: float = 0.0,
+) -> int:
+    """Run what is left of ``plan``, then write the tables, plots and W&B summary; until the
+    last run ends, SIGTERM and ``time_limit`` seconds after ``started`` stop it (GridStopped)."""
     spec, runs, out_dir = plan.spec, plan.runs, plan.out_dir
     todo = [r for r in runs if not _done(plan.done, r)]
     where = "as Ray tasks" if args.executor == "ray" else f"on {args.workers} local worker(s)"
@@ -281,6 +305,7 @@ def run_grid(plan: Plan, args: argparse.Namespace, console: Console) -> int:
     with (
         EXECUTORS[args.executor](job) as execute,
         GridProgress(len(runs), len(runs) - len(todo), console, out_dir) as progress,
+        stopping(time_limit, started),  # innermost: off before the workers are let go
     ):
         execute(
             longest_first([r for r in todo if not r.select_from]),
@@ -346,6 +371,7 @@ def _say_growth(gained: list[str], grid: Plan, console: Console, verb: str) -> N
 
 
 def main(argv: list[str] | None = None) -> int:
+    started = time.monotonic()  # --time-limit counts from here: the checks take time too
     quiet_libraries()
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -356,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--workers is for --executor local; Ray runs as many runs as fit the cluster")
     console = Console()
     try:
+        time_limit = None if args.time_limit is None else parse_time_limit(args.time_limit)
         grid = plan(args)
         if args.dry_run:
             print_plan(grid.spec, grid.runs, grid.done, grid.out_dir, console)
@@ -368,7 +395,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         _say_growth(init_out_dir(grid.out_dir, grid.spec, grid.runs), grid, console, "grows")
-        return run_grid(grid, args, console)
+        return run_grid(grid, args, console, time_limit, started)
+    except GridStopped as stop:  # one line: what is saved, and how to go on
+        ok = sum(_done(read_records(grid.out_dir), r) for r in grid.runs)
+        console.print(stop.line(ok, len(grid.runs), grid.out_dir), highlight=False, soft_wrap=True)
+        return stop.code
     except KeyboardInterrupt:
         console.print("interrupted: finished runs are saved; run the same command to resume")
         return 130

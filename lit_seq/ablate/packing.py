@@ -31,7 +31,7 @@ MAX_PACK = 27  # members of one pack at most
 # transformers do not gain (signal 0.54-0.87x, parity_sum 0.83-1.09x, seq2seq 0.89-1.10x);
 # Delétang's 256-unit RNN loses (0.53x); the other recurrent families are not measured side
 # by side (a grid-level timing under a varying load could not tell them apart). Not measured on a
-# GPU yet (scripts/gpu_check.sh measures it): none there until it is.
+# GPU yet (`python -m lit_seq.bench --sections pack` on one measures it): none there until it is.
 AUTO_FAMILIES: dict[str, tuple[str, ...]] = {"cpu": ("echo/rnn", "echo/lstm"), "cuda": ()}
 
 
