@@ -214,5 +214,11 @@ def wandb_run_id(run_dir: Path, resuming: bool) -> str:
             if kept := path.read_text().strip():
                 return kept
     run_id = secrets.token_hex(4)  # 8 characters of [0-9a-f], as W&B's own ids are
-    atomic_write_text(path, run_id + "\n")
+    keep_wandb_run_id(run_dir, run_id)
     return run_id
+
+
+def keep_wandb_run_id(run_dir: Path, run_id: str) -> None:
+    """Keep ``run_id`` in ``run_dir``'s ``wandb_id``: the W&B run its resumes continue (under a
+    sweep, the id the agent gave ``wandb.init``, which only it knows)."""
+    atomic_write_text(Path(run_dir) / WANDB_ID_FILE, run_id + "\n")

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from lightning.pytorch.loggers import WandbLogger
 
-from lit_seq.fit.run_folder import wandb_run_id
+from lit_seq.fit.run_folder import keep_wandb_run_id, wandb_run_id
 from lit_seq.fit.wandb_modes import WANDB_INIT_TIMEOUT_S, wandb_run_path, wandb_target
 from lit_seq.fit.wandb_options import WandbOptions
+from lit_seq.fit.wandb_sweep import AGENT_OWNS, record_sweep_run, sweep_id
 from lit_seq.util.errors import error_line
 
 
@@ -30,8 +31,13 @@ class GuardedWandbLogger(WandbLogger):
         super().__init__(*args, **kwargs)
         # Lightning hands wandb.init ``anonymous=None``, which wandb >= 0.19 warns about
         self._wandb_init.pop("anonymous", None)
+        if sweep_id():  # the agent's, from the environment; wandb.init would ignore ours
+            for key in AGENT_OWNS:
+                self._wandb_init.pop(key, None)
         self.error = ""  # the first failure, as one line; "" while W&B works
         self._started = False
+        self._higher: dict[str, bool] = {}  # metric -> higher-is-better, by define_best
+        self._best: dict[str, float] = {}  # metric -> its best value logged so far
 
     def _guard(self, call: Callable[[], object], warn: bool = True) -> object:
         if self.error:
@@ -79,18 +85,41 @@ class GuardedWandbLogger(WandbLogger):
 
     def define_best(self, metrics: dict[str, bool]) -> None:
         """Summarise each metric by its best value so far: ``metrics`` maps a key to
-        higher-is-better. Its charts keep Lightning's step axis (``trainer/global_step``)."""
+        higher-is-better. Its charts keep Lightning's step axis (``trainer/global_step``).
+
+        The summary keeps ``val/acc`` as ``{"max": ...}``, which is not a number a sweep can
+        optimise; so each one is also logged as ``best/<key>`` (``best/val/acc``), a plain
+        number in history and summary: the key a W&B sweep's ``metric.name`` names."""
 
         def define() -> None:
             for key, higher in metrics.items():
                 self.experiment.define_metric(
                     key, step_metric="trainer/global_step", summary="max" if higher else "min"
                 )
+                # a resumed run goes on from the best its first session logged (online)
+                kept = self.experiment.summary.get(f"best/{key}")
+                if isinstance(kept, int | float):
+                    self._best[key] = float(kept)
+            self._higher.update(metrics)
 
         self._guard(define)
 
     def log_metrics(self, metrics, step=None) -> None:
+        metrics = {**metrics, **self._bests(metrics)}
         self._guard(lambda: super(GuardedWandbLogger, self).log_metrics(metrics, step))
+
+    def _bests(self, metrics: dict) -> dict[str, float]:
+        """``best/<key>`` of each metric of :meth:`define_best` in ``metrics``: its best value
+        so far, this one included."""
+        out = {}
+        for key, higher in self._higher.items():
+            if (value := metrics.get(key)) is None:
+                continue
+            value, old = float(value), self._best.get(key)
+            if old is None or (value > old if higher else value < old):
+                self._best[key] = value
+            out[f"best/{key}"] = self._best[key]
+        return out
 
     def log_hyperparams(self, params) -> None:
         self._guard(lambda: super(GuardedWandbLogger, self).log_hyperparams(params))
@@ -143,20 +172,25 @@ def start_run_wandb(
     names the backbone and the run's ``seeds``."""
     if mode == "off":
         return None, ""
+    # under a sweep agent the run's id, project and entity are the agent's (wandb_sweep)
+    sweep = sweep_id()
     project, entity = wandb_target(options.project, options.entity)
+    owned = {} if sweep else {"project": project, "entity": entity}
+    owned["id"] = None if sweep else wandb_run_id(run_dir, resuming=resuming)
     logger, error = start_wandb_logger(
         mode,
-        project=project,
-        entity=entity,
+        **owned,
         name=run_dir.name,
         save_dir=str(run_dir),
-        id=wandb_run_id(run_dir, resuming=resuming),
         job_type="train",
         group=options.group,
         tags=list(options.tags),
         config=dict(options.config),
         save_requirements=options.save_requirements,
     )
+    if logger is not None and sweep:  # the folder names the run the agent made
+        keep_wandb_run_id(run_dir, logger.experiment.id)
+        record_sweep_run(run_dir, logger.experiment, sweep)
     if logger is not None:  # known now, before any training: else, without W&B
         metrics = model.build_metrics().items()
         best = {f"val/{k}": bool(m.higher_is_better) for k, m in metrics}
