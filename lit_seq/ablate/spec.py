@@ -16,7 +16,8 @@ A grid may name where its W&B runs go: ``wandb: {project: P, entity: E}`` (the d
 ``WANDB_ENTITY``). ``paper: deletang2023`` makes the grid's report also write
 ``paper.{csv,md}``, the grid beside that paper's published rows (``lit_seq.results.paper``).
 A block names its base config with ``config: configs/echo/lstm.yaml`` or with ``task`` and
-``arch`` axes (-> ``configs/<task>/<arch>.yaml``). Later settings win: grid overrides, then
+``arch`` axes (-> ``configs/<task>/<arch>.yaml``, else the family's base config for the task:
+``lit_seq.ablate.bases``). Later settings win: grid overrides, then
 block overrides, then the block's axes. A block with ``select: {axis: lr, seeds: [100, 101,
 102]}`` runs every rate on those seeds, then the grid's seeds at the rate whose mean
 validation score over them is best (``lit_seq.ablate.select`` checks the block and gives the
@@ -41,6 +42,7 @@ import re
 from pathlib import Path
 
 from lit_seq.ablate.axes import AXES, config_path, seed_args
+from lit_seq.ablate.bases import base_config
 from lit_seq.ablate.common import BadGrid, check_keys
 from lit_seq.ablate.runs import Run
 from lit_seq.ablate.select import check_select
@@ -237,10 +239,14 @@ def expand(spec: dict) -> list[Run]:
         keys = list(block["axes"])
         for combo in itertools.product(*block["axes"].values()):
             axes = dict(zip(keys, combo, strict=True))
-            config = block["config"] or f"configs/{axes['task']}/{axes['arch']}.yaml"
+            config, backbone = block["config"], {}
+            if not config:  # configs/<task>/<arch>.yaml, else its family's (bases)
+                where = f"{spec['name']}: block {block['name']!r}"
+                config, backbone = base_config(axes["task"], axes["arch"], where)
             # task (and arch, when it chose the config) are already in the base config
             set_by_config = {"task"} | (set() if block["config"] else {"arch"})
             cell_args = {k: v for k, v in axes.items() if k not in set_by_config}
+            cell_args = {**backbone, **cell_args}  # the base's backbone replaced first
             cell = cell_name(block["name"], axes)
             select = block.get("select") or {}
             group = ""
