@@ -35,6 +35,7 @@ def test_an_arch_without_a_config_takes_its_familys_base_with_only_the_backbone_
     plugin = runs["examples.plugins.GRUBackbone"]
     assert plugin.config == "configs/echo/lstm.yaml"
     assert "--model.init_args.backbone=examples.plugins.GRUBackbone" in plugin.overrides
+    assert "--model.init_args.arch=transformer" in plugin.overrides  # the system's default
     assert plugin.run_id == "m__task=echo__arch=examples.plugins.GRUBackbone__seed=0"
 
 

@@ -11,12 +11,14 @@ the config of the same family for that task, with only the backbone changed (as
 
 A shipped config always wins, so the cells of every grid written before keep their runs and
 digests. A plug-in (an ``arch`` value that is an import path, ``examples.plugins.GRUBackbone``)
-takes the task's lstm config and replaces its backbone (``model.init_args.backbone``). A
+takes the task's lstm config and replaces its backbone (``model.init_args.backbone``, the
+system's ``arch`` back at its default). A
 combination no base fits (a mixer on the seq2seq task, whose system builds encoder-decoders of
 its own) is refused in one line naming the ``config:`` to give instead.
 """
 
 import importlib
+import inspect
 from functools import cache
 
 from lit_seq.ablate.common import BadGrid
@@ -66,7 +68,16 @@ def base_config(task: str, arch: str, where: str) -> tuple[str, dict]:
             f"encoder-decoders of its own ({', '.join(SEQ2SEQ)}); give the block a config: "
             f"of your own for it, or one of those archs"
         )
-    return found, {PLUGIN_KEY: arch} if plugin else {"arch": arch}
+    if plugin:  # the system's arch back at its default: a backbone replaces it, not both
+        return found, {"arch": _default_arch(), PLUGIN_KEY: arch}
+    return found, {"arch": arch}
+
+
+def _default_arch() -> str:
+    """The system's ``arch`` default, which it reads as "no built-in arch chosen"."""
+    from lit_seq.systems import SequenceSystem
+
+    return inspect.signature(SequenceSystem.__init__).parameters["arch"].default
 
 
 @cache
