@@ -13,6 +13,8 @@ from lit_seq.data import ReverseStringData, StackManipulationData
 from lit_seq.fit.scoring import RangeEval, length_curve, past_training_means
 from lit_seq.systems import Transduction
 from lit_seq.systems.length_score import forward_rows, score, score_length
+from lit_seq.util.assets import CONFIG_DIR
+from tests.helpers import tiny_fit
 
 RECORDED = {  # task -> sub_batch -> (range_ood, the acc curve at 5..12), at b71a7e2
     "reverse_string": {
@@ -85,3 +87,32 @@ def test_scoring_runs_under_inference_mode_and_leaves_the_mode():
     score(system, tensors, system.build_metrics(), batch_size=4)
     assert seen == [True, True] and system.training
     assert torch.is_grad_enabled()
+
+
+def test_a_fits_test_sets_and_range_evaluation_run_under_inference_mode(tmp_path, monkeypatch):
+    """Every batch the test loop and the range evaluation score is under inference mode, so
+    a recurrence scores through the in-place pass; training's batches record gradients and
+    the validation inside fit runs under no_grad (Lightning's choice), as before."""
+    seen: dict[str, set] = {}
+
+    def stage(system) -> str:
+        trainer = system._trainer
+        if trainer is not None and (trainer.validating or trainer.sanity_checking):
+            return "val"
+        return "test" if trainer is not None and trainer.testing else "range"
+
+    def spy(real, name=None):
+        def wrapped(self, *args):
+            seen.setdefault(name or stage(self), set()).add(torch.is_inference_mode_enabled())
+            return real(self, *args)
+
+        return wrapped
+
+    monkeypatch.setattr(Transduction, "evaluate", spy(Transduction.evaluate))
+    monkeypatch.setattr(Transduction, "loss", spy(Transduction.loss, "loss"))
+    small = ("--model.d_model=16", "--data.length=4", "--data.batch_size=8", "--data.n_val=8")
+    small += ("--data.n_test=8", "--data.gen_factors=[2]", "--range_eval.max_factor=2")
+    record = tiny_fit(CONFIG_DIR / "deletang/reverse_string/rnn.yaml", tmp_path, *small,
+                      "--range_eval.n=16", "--range_eval.sub_batch=8")  # fmt: skip
+    assert seen == {"loss": {False}, "val": {False}, "test": {True}, "range": {True}}
+    assert record.range_ood_longest == 8

@@ -9,8 +9,9 @@ for 512 sequences of 320 steps, relu, d = 256, 1 thread). Scoring needs no graph
 turns step t's rows into h_t in place, ``h_t = act(row_t + h_{t-1} W_hh^T)``: the same products and
 sums, equal to ``nn.RNN`` to float tolerance (``tests/test_inference_recurrence.py``).
 
-It is used only under ``torch.inference_mode`` (the range evaluation, the test and
-validation loops) on the CPU for a unidirectional ``nn.RNN`` that drops nothing between
+It is used only under ``torch.inference_mode`` (the range evaluation, ``lit_seq.evaluate``,
+the test loop; not the validation inside a fit, which Lightning runs under ``no_grad``) on
+the CPU for a unidirectional ``nn.RNN`` that drops nothing between
 its layers; cuDNN's fused kernel keeps the GPU, ``nn.LSTM`` keeps ATen's.
 """
 
