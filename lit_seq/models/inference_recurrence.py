@@ -6,13 +6,13 @@ evaluation's sizes (a batch of 64 to 512, d = 256, T up to 320) that allocation,
 faults and the final copy take a third of the forward pass (measured: 0.34 vs 0.22 CPU-s
 for 512 sequences of 320 steps, relu, d = 256, 1 thread). Scoring needs no graph, so
 :func:`rnn_inference` projects every step's input at once into the output buffer and then
-turns step t's rows into h_t in place, ``h_t = act(row_t + h_{t-1} W_hh^T)``: the same products and
-sums, equal to ``nn.RNN`` to float tolerance (``tests/test_inference_recurrence.py``).
+turns step t's rows into h_t in place, ``h_t = act(row_t + h_{t-1} W_hh^T)``: the same
+products and sums, equal to ``nn.RNN`` to float tolerance (tests/test_inference_recurrence.py).
 
 It is used only under ``torch.inference_mode`` (the range evaluation, ``lit_seq.evaluate``,
 the test loop; not the validation inside a fit, which Lightning runs under ``no_grad``) on
-the CPU for a unidirectional ``nn.RNN`` that drops nothing between
-its layers; cuDNN's fused kernel keeps the GPU, ``nn.LSTM`` keeps ATen's.
+the CPU, for a unidirectional ``nn.RNN`` that drops nothing between its layers; cuDNN's
+fused kernel keeps the GPU, ``nn.LSTM`` keeps ATen's.
 """
 
 from __future__ import annotations

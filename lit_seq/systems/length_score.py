@@ -62,11 +62,13 @@ def _scored(metrics: MetricCollection) -> bool:
     return not totals or all(float(t) > 0 for t in totals)
 
 
-# positions (rows x the input and output length) one scoring pass holds: on the CPU its
-# buffers stay under glibc's 32 MB mmap threshold at d = 256 (above it every pass page-faults
-# its memory afresh: measured, a third more CPU time for an RNN's 512 x 320 steps); a GPU
-# takes a length's whole draw. Never fewer rows than a sub-batch or a training batch.
-SCORING_POSITIONS = {"cpu": 2**14, "cuda": 2**21}
+# positions (rows x the input and output length) one scoring pass holds. On the CPU its
+# buffers stay under glibc's 32 MB mmap threshold at d = 256: above it every pass faults its
+# memory in afresh (measured, rnn.yaml's 512 sequences at 41, 80, 120, 160: 2^16 positions
+# 30% more CPU time than 2^14, 2^18 50% more). A GPU takes 4x that: a transformer's scores
+# grow with rows x T^2, so at 1,000 positions this is still a Delétang sub-batch's 64 rows.
+# Never fewer rows than a sub-batch or a training batch (what scoring took before).
+SCORING_POSITIONS = {"cpu": 2**14, "cuda": 2**16}
 
 
 def forward_rows(tensors: dict[str, Tensor], device: torch.device, at_least: int) -> int:
