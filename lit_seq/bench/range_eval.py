@@ -12,7 +12,8 @@ Beside it, the same network's training forward pass (``loss`` with gradients rec
 batch of 128 at length 40, no backward), in token steps a second. The bound: the forward
 arithmetic, 2 FLOPs a weight a token step (every weight matrix, the readout's at every
 position too: an upper count by < 1%), at the rate ``torch.mm`` reaches on one thread at
-the scoring's own shapes ((rows, d) x (d, d), rows each length's forward pass takes);
+the scoring's own shapes ((rows, d) x (d, gates d), the recurrence's step at the rows each
+length's forward pass takes);
 ``vs_bound`` is the measured time over that, the issue's goal <= 1.5. CPU time
 (``time.process_time``), one torch thread, one process.
 """
@@ -41,15 +42,15 @@ def _build(arch: str):
     return built.model.eval(), built.datamodule, config
 
 
-def _mm_gflops(rows: int, d: int, repeats: int = 200) -> float:
-    """GFLOP/s of ``torch.mm`` (rows, d) x (d, d) on the current threads, best of 3."""
-    a, w = torch.randn(rows, d), torch.randn(d, d)
+def _mm_gflops(rows: int, d: int, width: int, repeats: int = 200) -> float:
+    """GFLOP/s of ``torch.mm`` (rows, d) x (d, width) on the current threads, best of 3."""
+    a, w = torch.randn(rows, d), torch.randn(d, width)
     best = 0.0
     for _ in range(3):
         start = time.process_time()
         for _ in range(repeats):
             torch.mm(a, w)
-        best = max(best, 2 * rows * d * d * repeats / (time.process_time() - start) / 1e9)
+        best = max(best, 2 * rows * d * width * repeats / (time.process_time() - start) / 1e9)
     return best
 
 
@@ -75,12 +76,13 @@ def measure(arch: str, quick: bool, repeats: int) -> dict:
     lengths = config.lengths(datamodule.train_length, system.length_limit)
     weights = sum(p.numel() for p in system.parameters() if p.dim() >= 2)
     d = system.hparams.d_model
+    width = system.net.backbone.rnn.weight_hh_l0.shape[0]  # the step's matmul: d (rnn), 4 d (lstm)
     token_steps, bound_s, rates = 0, 0.0, {}
     for length in lengths:
         draw = datamodule.draw(config.n, length, torch.Generator().manual_seed(0), split="test")
         steps = config.n * (draw["x"].shape[1] + draw["y"].shape[1])
         rows = forward_rows(draw, system.device, config.sub_batch or datamodule.batch_size)
-        rate = rates.setdefault(rows, _mm_gflops(rows, d))
+        rate = rates.setdefault(rows, _mm_gflops(rows, d, width))
         token_steps += steps
         bound_s += 2 * weights * steps / (rate * 1e9)
     start = time.process_time()
@@ -120,7 +122,7 @@ def run(quick: bool, workdir: Path) -> dict:
         "notes": [
             "reverse_string configs' range_eval (1..160, 512 a length, sub-batches of 64), "
             "untrained weights; token step = one position of one sequence; bound = 2 FLOPs a "
-            "weight a token step at torch.mm's 1-thread rate at the scoring's (rows, d) x "
-            "(d, d); mm_gflops: the slowest rate of those shapes; CPU time",
+            "weight a token step at torch.mm's 1-thread rate at the step's (rows, d) x "
+            "(d, gates d); mm_gflops: the slowest rate of those shapes; CPU time",
         ],
     }
