@@ -128,7 +128,7 @@ def check_lengths(system, datamodule, gen_factors: list[int]) -> None:
     # adds (appended outputs, a decoder's BOS), and its message names the encoding
     batch = datamodule.draw(2, longest, torch.Generator().manual_seed(0))
     try:
-        with torch.no_grad():
+        with torch.inference_mode():
             system.evaluate(batch, system.test_metrics_for(longest, datamodule.train_length))
     except ValueError as err:
         fits = limit // datamodule.train_length

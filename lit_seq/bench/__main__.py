@@ -3,7 +3,7 @@
     python -m lit_seq.bench [--out FILE.json] [--sections overhead,datagen,...] [--quick]
 
 Sections: overhead, datagen, time_to_quality, grid, memory, utilisation, pack, pack_step,
-mixers, compile, dropout_step, deletang_step (default: all). Prints one table per section and writes them
+mixers, compile, dropout_step, deletang_step, range_eval (default: all). Prints one table per section and writes them
 all as JSON. ``--quick`` shrinks every step count to a
 smoke run (about a minute; the numbers then mean nothing). A section that crashes is
 recorded with its error and the others still run; the exit code is then 1.
@@ -45,6 +45,7 @@ from lit_seq.bench import (  # noqa: E402
     pack,
     pack_step,
     quality,
+    range_eval,
     utilisation,
 )
 from lit_seq.bench.common import device_name, log  # noqa: E402
@@ -108,6 +109,12 @@ SECTIONS = {
         ["length", "threads", "before_ms", "after_ms", "ratio", "load"],
     ),
     "deletang_step": (deletang_step.run, ["arch", "length", "batch", "step_ms", "load"]),
+    "range_eval": (
+        range_eval.run,
+        ["arch", "lengths", "n", "token_steps_m", "range_cpu_s", "eval_steps_per_s"]
+        + ["train_fwd_steps_per_s", "eval_vs_train_fwd", "mm_gflops", "bound_s", "vs_bound"]
+        + ["load", "passed"],
+    ),
 }
 # section -> {its result's key: the row fields of that further table}
 SUB_TABLES = {

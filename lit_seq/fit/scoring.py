@@ -1,8 +1,8 @@
 """Scoring a trained system outside Lightning's loops: its validation set, a length range and
 (a per-step task) its accuracy by position span.
 
-Both run the system's own ``evaluate`` (the code its test sets use) in eval mode with no
-gradients (``lit_seq.systems.length_score.score``), so a number here means what the same
+Both run the system's own ``evaluate`` (the code its test sets use) in eval mode under
+``torch.inference_mode`` (``lit_seq.systems.length_score.score``), so a number here means what the same
 metric means in ``metrics.json``, and neither touches the loggers, the callbacks or the
 training record of the Trainer.
 
@@ -187,7 +187,7 @@ def context_floors(datamodule, curve: dict[str, dict[str, float]]) -> dict[str, 
     return {str(n): round(value, 6) for n, value in found.items() if value is not None}
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def position_spans(system, tensors: dict, span: int, batch_size: int) -> list[float | None]:
     """Accuracy of a per-step ``system`` (one with ``step_hits``) over each span of ``span``
     positions of the test set ``tensors``: [0, N), [N, 2N), ... (None: nothing counted there).

@@ -5,7 +5,9 @@ the options its cell reads (``nonlinearity``; ``forget_bias``, ``single_bias``),
 how the builders and the option checks know what an arch reads (``models.options``).
 
 The torch modules (not a Python loop over time) are used so that cuDNN's fused
-kernels run on GPU. Inside ``stacking.stacked_members()`` the same recurrence runs as a loop of
+kernels run on GPU. Scoring an ``nn.RNN`` on the CPU under ``torch.inference_mode`` writes
+each step in place instead (``inference_recurrence.py``: ATen's CPU loop allocates and
+concatenates every step's state, a third of the pass). Inside ``stacking.stacked_members()`` the same recurrence runs as a loop of
 matrix products instead, which ``torch.func.vmap`` can batch over K models (packed runs).
 """
 
@@ -15,6 +17,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from lit_seq.models.inference_recurrence import rnn_inference, uses_inference_recurrence
 from lit_seq.models.stacked_recurrence import members_unrolled
 from lit_seq.models.stacking import in_stacked_call
 from lit_seq.util.checks import check_choice
@@ -156,6 +159,8 @@ class RecurrentBackbone(nn.Module):
             out, _ = pad_packed_sequence(out, batch_first=True, total_length=T)  # (B, T, 2d)
         elif in_stacked_call() and not self.bidirectional:  # the same recurrence, for vmap
             out = members_unrolled(self.rnn, x)
+        elif uses_inference_recurrence(self.rnn, x):  # scoring on the CPU: in place
+            out = rnn_inference(self.rnn, x)
         else:
             out, _ = self.rnn(x)  # (B, T, d) or (B, T, 2d)
         return self.proj(out)

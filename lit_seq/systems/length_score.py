@@ -23,6 +23,12 @@ and their range evaluation hands the model a random key (``apply_fn(params, next
 ...)``), so their transformer drops 10% at every scored length. ``dropout=True`` does the
 same here, each batch's masks those of its own stream (:func:`dropout_key`,
 ``models/dropout.py``): the same in every rerun, and apart from training's.
+
+Without dropout a length's sequences go through the network in as few forward passes as
+:func:`forward_rows` allows (all 512 where they fit), under ``torch.inference_mode``; the
+sub-batch means are then taken from the pooled pass's outputs (:class:`SubBatchMeans`), the
+same numbers as scoring each sub-batch on its own (``rows=sub_batch``) to float tolerance.
+With dropout each sub-batch keeps its own forward pass, its masks drawn from its own key.
 """
 
 import hashlib
@@ -30,7 +36,7 @@ from contextlib import nullcontext
 
 import torch
 from torch import Tensor
-from torchmetrics import MetricCollection
+from torchmetrics import Metric, MetricCollection
 
 from lit_seq.models.dropout import dropout_stream
 from lit_seq.systems.base import SequenceSystem
@@ -56,7 +62,80 @@ def _scored(metrics: MetricCollection) -> bool:
     return not totals or all(float(t) > 0 for t in totals)
 
 
-@torch.no_grad()
+# positions (rows x the input and output length) one scoring pass holds. On the CPU its
+# buffers stay under glibc's 32 MB mmap threshold at d = 256: above it every pass faults its
+# memory in afresh (measured, rnn.yaml's 512 sequences at 41, 80, 120, 160: 2^16 positions
+# 30% more CPU time than 2^14, 2^18 50% more). A GPU takes 4x that: a transformer's scores
+# grow with rows x T^2, so at 1,000 positions this is still a Delétang sub-batch's 64 rows.
+# Never fewer rows than a sub-batch or a training batch (what scoring took before).
+SCORING_POSITIONS = {"cpu": 2**14, "cuda": 2**16}
+
+
+def forward_rows(tensors: dict[str, Tensor], device: torch.device, at_least: int) -> int:
+    """Sequences per forward pass when scoring ``tensors``: as many as
+    ``SCORING_POSITIONS`` holds at their input plus output length, a multiple of
+    ``at_least`` (the sub-batch, or the batch size when pooled) and never fewer."""
+    n = len(next(iter(tensors.values())))
+    length = sum(tensors[k].shape[1] for k in ("x", "y") if k in tensors and tensors[k].dim() > 1)
+    budget = SCORING_POSITIONS.get(torch.device(device).type, SCORING_POSITIONS["cpu"])
+    rows = max(at_least, budget // max(length, 1) // at_least * at_least)
+    return min(rows, -(-n // at_least) * at_least)
+
+
+def _rows(value, part: slice):
+    """``value``'s rows ``part`` if it is a tensor (a batch-first argument), else ``value``."""
+    return value[part] if isinstance(value, Tensor) else value
+
+
+class SubBatchMeans(Metric):
+    """``metric`` computed on every sub-batch of ``k`` consecutive examples of the batches it
+    is fed, each batch starting a sub-batch (feed it batches of a multiple of ``k``).
+
+    ``parts`` holds each sub-batch's value, None where it scored nothing: what scoring each
+    sub-batch in a pass of its own gives, from one pass over many. A drop-in for a
+    ``MetricCollection``'s member: a system's ``evaluate`` updates it as it would the metric.
+    """
+
+    full_state_update = False
+
+    def __init__(self, metric: Metric, k: int) -> None:
+        super().__init__()
+        self.metric, self.k = metric, k
+        self.parts: list[float | None] = []
+
+    def update(self, *args, **kwargs) -> None:
+        kwargs = self.metric._filter_kwargs(**kwargs)
+        rows = next(a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)).shape[0]
+        for start in range(0, rows, self.k):
+            part = slice(start, start + self.k)
+            self.metric.reset()
+            self.metric.update(
+                *(_rows(a, part) for a in args), **{k: _rows(v, part) for k, v in kwargs.items()}
+            )
+            total = getattr(self.metric, "total", None)
+            scored = total is None or float(total) > 0
+            self.parts.append(float(self.metric.compute()) if scored else None)
+
+    def compute(self) -> Tensor:
+        kept = [p for p in self.parts if p is not None]
+        return torch.tensor(sum(kept) / len(kept) if kept else float("nan"))
+
+    def reset(self) -> None:
+        super().reset()
+        self.parts = []
+
+
+def _sub_batch_means(means: MetricCollection) -> dict[str, float] | None:
+    """name -> the mean over the sub-batches where every metric scored (as
+    :func:`score_length` averages separate passes); None when none did."""
+    names = list(means.keys())
+    kept = [p for p in zip(*(m.parts for m in means.values()), strict=True) if None not in p]
+    if not kept:
+        return None
+    return {name: sum(p[i] for p in kept) / len(kept) for i, name in enumerate(names)}
+
+
+@torch.inference_mode()
 def score(
     system,
     tensors: dict[str, Tensor],
@@ -65,8 +144,8 @@ def score(
     dropout_seed: int | None = None,
 ):
     """``metrics`` (unprefixed) of ``system`` over the examples in ``tensors``, pooled over
-    them: name -> value; None when nothing was scored. Runs in eval mode with no gradients
-    and leaves the system in the mode it was in; with ``dropout_seed`` its network's dropout
+    them: name -> value; None when nothing was scored. Runs in eval mode under inference
+    mode and leaves the system in the mode it was in; with ``dropout_seed`` its network's dropout
     stays on, batch i's masks those of ``dropout_stream(dropout_seed, i)``."""
     was_training = system.training
     system.eval()
@@ -106,6 +185,7 @@ def score_length(
     batch_size: int,
     sub_batch: int = 0,
     dropout: bool = False,
+    rows: int | None = None,
 ) -> dict[str, float] | None:
     """``metrics`` of ``system`` on ``n`` new test sequences of ``length`` (name -> value).
 
@@ -114,17 +194,41 @@ def score_length(
     every sequence has as many scored positions (a one-label task, reverse_string); they
     weigh the sub-batches differently when the scored positions vary (stack_manipulation).
     ``dropout``: scored with the network's dropout on (theirs), the masks of
-    :func:`dropout_key`. None when nothing was scored.
+    :func:`dropout_key`, one forward pass per sub-batch (per ``batch_size`` when pooled).
+    ``rows``: sequences per forward pass without dropout (None: :func:`forward_rows`; a
+    multiple of ``sub_batch``); ``rows=sub_batch`` scores each sub-batch in a pass of its
+    own. None when nothing was scored.
     """
     generator = range_generator(datamodule.seed, length)
     # as a test set of that length: a task keeps it apart from training where it can
     tensors = datamodule.draw(n, length, generator, split="test")
+    if dropout:
+        return _score_dropping(system, datamodule, length, tensors, metrics, batch_size, sub_batch)
+    rows = rows or forward_rows(tensors, system.device, sub_batch or batch_size)
+    if not sub_batch:
+        return score(system, tensors, metrics, batch_size=rows)
+    if rows % sub_batch:
+        raise ValueError(f"rows={rows} must be a multiple of sub_batch={sub_batch}")
+    means = MetricCollection(
+        {name: SubBatchMeans(m, sub_batch) for name, m in metrics.items(keep_base=True)},
+        prefix=metrics.prefix,
+        postfix=metrics.postfix,
+        compute_groups=False,
+    )
+    score(system, tensors, means, batch_size=rows)
+    return _sub_batch_means(means)
 
-    def key(start: int) -> int | None:
-        return dropout_key(datamodule.seed, length, start) if dropout else None
+
+def _score_dropping(system, datamodule, length, tensors, metrics, batch_size, sub_batch):
+    """:func:`score_length` with the network's dropout on: each sub-batch (each batch of
+    ``batch_size`` when pooled) in a pass of its own, its masks those of its own key."""
+
+    def key(start: int) -> int:
+        return dropout_key(datamodule.seed, length, start)
 
     if not sub_batch:
         return score(system, tensors, metrics, batch_size=batch_size, dropout_seed=key(0))
+    n = len(next(iter(tensors.values())))
     parts = []
     for start in range(0, n, sub_batch):
         metrics.reset()
