@@ -18,8 +18,8 @@ checks and runs it exactly as one (``spec.parse_spec``, every cell built by
 ``grid.check_cells``). The driver writes it into the out folder as ``grid.yaml``, so the same
 command resumes it and ``lit_seq.report`` reads the folder like any grid's. Keys are a grid's
 (``lit_seq.ablate.axes``: short names or dotted config paths); values are read as YAML
-scalars (``0.01``, ``true``, ``lstm``). A value holding a comma, a list or a mapping needs
-a grid file. Every bad piece is one BadGrid line, before anything is built.
+(``0.01``, ``true``, ``lstm``; an override may be a list, ``--data.gen_factors [2,4]``). An
+axis value holding a comma, a list or a mapping needs a grid file. Every bad piece is one BadGrid line, before anything is built.
 """
 
 import re
@@ -32,15 +32,13 @@ WHERE = "command line"  # how errors and the driver name a grid with no file
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
-def _scalar(text: str, where: str) -> object:
-    """``text`` as YAML reads it on a fit's command line: ``0.01`` a float, ``true`` a bool."""
+def _value(text: str, where: str) -> object:
+    """``text`` as YAML reads it on a fit's command line: ``0.01`` a float, ``true`` a bool,
+    ``[2, 4]`` a list."""
     try:
-        value = load_yaml(text, where)
+        return load_yaml(text, where)
     except YamlError as err:
         raise BadGrid(str(err)) from None
-    if isinstance(value, list | dict):  # a comma-free flow list such as [2] or {a: 1}
-        raise BadGrid(f"{where}: {text!r} is a list or mapping; write a grid file for those")
-    return value
 
 
 def parse_axis(text: str) -> tuple[str, list]:
@@ -52,7 +50,9 @@ def parse_axis(text: str) -> tuple[str, list]:
             f"--axis {text!r}: write KEY=V1,V2,... (e.g. --axis model.lr=0.001,0.003), "
             "no spaces, no empty value"
         )
-    return key.strip(), [_scalar(p.strip(), f"--axis {key.strip()}") for p in parts]
+    if any(c in values for c in "[]{}"):  # split at its commas, a list would fall apart
+        raise BadGrid(f"--axis {text!r}: a list or mapping value needs a grid file")
+    return key.strip(), [_value(p.strip(), f"--axis {key.strip()}") for p in parts]
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -95,7 +95,7 @@ def parse_overrides(extra: list[str]) -> dict:
             value = rest.pop(0)
         if key in overrides:
             raise BadGrid(f"--{key} is given twice")
-        overrides[key] = _scalar(value, f"--{key}")
+        overrides[key] = _value(value, f"--{key}")
     return overrides
 
 
