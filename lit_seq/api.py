@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 class FitRun:
     """One finished fit: its scores and where its files are.
 
-    ``metrics``: every test set's (``test/acc``, ``test_len40/acc``, ...); ``val_metrics``:
+    Paths are absolute. ``metrics``: every test set's (``test/acc``, ``test_len40/acc``, ...); ``val_metrics``:
     the scored weights' on the validation set (what a grid selects on); ``best_checkpoint``:
     None with ``score_weights: last``; ``record``: the whole ``metrics.json``."""
 
@@ -108,12 +108,13 @@ def fit_one(
     with tempfile.TemporaryDirectory(prefix="lit_seq-") as scratch, quieted():
         result = cli_main(["--config", _config_file(config, Path(scratch)), *args])
     best = result.best_checkpoint
+    # absolute: a notebook that changes its directory later still finds them
     return FitRun(
         metrics=dict(result.metrics),
         val_metrics=dict(result.val_metrics),
-        run_dir=Path(result.run_dir),
-        best_checkpoint=Path(best) if best else None,
-        last_checkpoint=Path(result.last_checkpoint),
+        run_dir=Path(result.run_dir).absolute(),
+        best_checkpoint=Path(best).absolute() if best else None,
+        last_checkpoint=Path(result.last_checkpoint).absolute(),
         record=result,
     )
 
