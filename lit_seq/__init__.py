@@ -1,4 +1,8 @@
-"""lit_seq: train any sequence model on any synthetic task, and sweep ablation grids."""
+"""lit_seq: train any sequence model on any synthetic task, and sweep ablation grids.
+
+From Python: ``lit_seq.fit_one(config, overrides)`` and ``lit_seq.run_grid(grid, out=...)``
+(``lit_seq.api``), loaded on first use so that ``import lit_seq`` stays light.
+"""
 
 import os
 
@@ -9,3 +13,16 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 __version__ = "0.1.0"
+
+_API = ("fit_one", "run_grid", "FitRun", "GridRun")  # lit_seq.api's, loaded on first use
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from lit_seq import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'lit_seq' has no attribute {name!r}")
+
+
+__all__ = ["__version__", *_API]

@@ -7,6 +7,14 @@
                              [--ray-address auto|HOST:PORT] [--ray-num-cpus C] [--ray-num-gpus G]
                              [--ray-pack-num-gpus G]
 
+A sweep needs no grid file: ``--config CONFIG`` with ``--axis KEY=V1,V2,...`` (any number),
+``--seeds 0,1,2`` and any fit overrides (``--steps 50``, ``--model.dropout 0.1``) is the grid of
+that config over those axes, named ``--name`` or ``<folder>-<stem>-sweep``
+(``lit_seq.ablate.inline``); it is checked, run, resumed and reported as a grid file is::
+
+    python -m lit_seq.ablate --config configs/echo/rnn.yaml --axis model.lr=0.001,0.003,0.01 \\
+                             --seeds 0,1,2 --steps 50
+
 Results go to ``--out`` (default ``results/<grid name>``): one record per run, then the
 tables (runs / aggregate as CSV, Parquet, Markdown) and plots; ``python -m lit_seq.report
 DIR`` rebuilds those from the records. Finished runs are skipped on a re-run; failed or
@@ -40,7 +48,8 @@ from rich.console import Console
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.extension import describe, extend_sweeps, sweeps
 from lit_seq.ablate.folder import added_runs, check_out_dir, init_out_dir, lock_out_dir
-from lit_seq.ablate.grid import load_grid
+from lit_seq.ablate.grid import check_cells, load_grid
+from lit_seq.ablate.inline import WHERE, split_overrides, sweep_spec
 from lit_seq.ablate.jobs import Executor, GridJob, RayOptions
 from lit_seq.ablate.local_pool import local_executor
 from lit_seq.ablate.order import longest_first
@@ -49,7 +58,7 @@ from lit_seq.ablate.progress import GridProgress, wrap
 from lit_seq.ablate.ray_executor import ray_executor, ray_options, require_ray
 from lit_seq.ablate.run_one import failed_record
 from lit_seq.ablate.select import resolve
-from lit_seq.ablate.spec import Run
+from lit_seq.ablate.spec import Run, expand, parse_spec
 from lit_seq.ablate.time_limit import GridStopped, parse_time_limit, stopping
 from lit_seq.ablate.wandb_summary import log_summary
 from lit_seq.fit.wandb_modes import DEFAULT_PROJECT, WANDB_MODES, resolve_wandb_mode, wandb_target
@@ -80,7 +89,29 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "grid", type=Path, help="grid file, e.g. ablations/smoke.yaml (or a shipped grid's name)"
+        "grid",
+        type=Path,
+        nargs="?",
+        help="grid file, e.g. ablations/smoke.yaml (or a shipped grid's name); or none, and "
+        "--config with --axis for a sweep",
+    )
+    sweep = parser.add_argument_group(
+        "a sweep without a grid file (lit_seq.ablate.inline)",
+        "any other --KEY VALUE is a fit override of every run: a grid key (--steps 50, --lr "
+        "0.01) or a dotted config path (--model.dropout 0.1)",
+    )
+    sweep.add_argument("--config", metavar="CONFIG", help="the base config of every run")
+    sweep.add_argument(
+        "--axis",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2,...",
+        help="an axis: a grid key or dotted config path and its values, e.g. "
+        "model.lr=0.001,0.003,0.01; repeat for more axes (their product, first outermost)",
+    )
+    sweep.add_argument("--seeds", metavar="S1,S2,...", help="the seeds of every cell (default 0)")
+    sweep.add_argument(
+        "--name", help="the grid's name (default <config's folder>-<config's stem>-sweep)"
     )
     parser.add_argument("--out", type=Path, help="output folder (default results/<grid name>)")
     parser.add_argument("--workers", type=_positive, default=1, help="parallel runs (default 1)")
@@ -233,21 +264,46 @@ class Plan:
     out_dir: Path
     wandb_mode: str
     ray: RayOptions
+    where: str  # how errors name the grid: its file's name, or "command line"
     wandb_project: str = DEFAULT_PROJECT
     wandb_entity: str | None = None
 
 
-def plan(args: argparse.Namespace) -> Plan:
+def _source(args: argparse.Namespace, extra: list[str], raw: dict | None) -> tuple[dict, list, str]:
+    """The grid to run, its checked runs and how errors name it: ``raw`` (a grid as a dict,
+    the Python API's), the grid file, or a sweep of ``--config`` (``extra``: its overrides)."""
+    sweep_flags = {"--config": args.config, "--axis": args.axis, "--seeds": args.seeds}
+    sweep_flags |= {"--name": args.name}
+    if raw is not None or args.grid is not None:
+        if given := [f for f, v in sweep_flags.items() if v] + extra:
+            raise BadGrid(
+                f"{given[0]} is for a sweep without a grid file; a grid file sets its seeds, "
+                "axes and overrides itself"
+            )
+        if raw is not None:
+            spec = parse_spec(raw)
+            return spec, check_cells(expand(spec), "grid"), "grid"
+        spec, runs = load_grid(args.grid)
+        return spec, runs, args.grid.name
+    if args.config is None:
+        raise BadGrid(
+            "give a grid file, or --config CONFIG (with --axis KEY=V1,V2,...) for a sweep"
+        )
+    spec = parse_spec(sweep_spec(args.config, args.axis, args.seeds, extra, args.name), WHERE)
+    return spec, check_cells(expand(spec), WHERE), WHERE
+
+
+def plan(args: argparse.Namespace, extra: list[str] = (), raw: dict | None = None) -> Plan:
     """Everything that can be refused before anything is written; BadGrid on any problem."""
     if args.executor == "ray":
         require_ray()  # before anything is read or written: one line, not a traceback
-    spec, runs = load_grid(args.grid)
+    spec, runs, where = _source(args, list(extra), raw)
     ray = ray_options(
         spec.get("ray"),
         args.ray_address,
         args.ray_num_cpus,
         args.ray_num_gpus,
-        where=args.grid.name,
+        where=where,
         pack_num_gpus=args.ray_pack_num_gpus,
     )
     if args.executor == "ray" and args.threads > ray.num_cpus:  # oversubscribed: a crawl
@@ -268,7 +324,7 @@ def plan(args: argparse.Namespace) -> Plan:
     out_dir = (args.out or Path("results") / spec["name"]).absolute()
     exists = check_out_dir(out_dir, spec["name"], runs)
     done = read_records(out_dir) if exists else {}
-    return Plan(spec, runs, done, out_dir, wandb_mode, ray, project, entity)
+    return Plan(spec, runs, done, out_dir, wandb_mode, ray, where, project, entity)
 
 
 def _wandb_where(plan: Plan) -> str:
@@ -321,7 +377,7 @@ def run_grid(
             on_start=progress.start,
             on_record=progress.finish,
             on_added=progress.add,
-            where=args.grid.name,
+            where=plan.where,
         )
         # then the runs that take a value selected by the runs just finished
         records, ready = read_records(out_dir), []
@@ -374,38 +430,52 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()  # --time-limit counts from here: the checks take time too
     quiet_libraries()
     parser = build_parser()
+    known = set(parser._option_string_actions)  # argparse's table of the options it takes
+    argv, extra = split_overrides(sys.argv[1:] if argv is None else argv, known)
     args = parser.parse_args(argv)
     ray_flags = (args.ray_address, args.ray_num_cpus, args.ray_num_gpus, args.ray_pack_num_gpus)
     if args.executor != "ray" and any(f is not None for f in ray_flags):
         parser.error("the --ray-* options need --executor ray")
     if args.executor == "ray" and args.workers != 1:
         parser.error("--workers is for --executor local; Ray runs as many runs as fit the cluster")
-    console = Console()
     try:
-        time_limit = None if args.time_limit is None else parse_time_limit(args.time_limit)
-        grid = plan(args)
-        if args.dry_run:
-            print_plan(grid.spec, grid.runs, grid.done, grid.out_dir, console)
-            _say_growth(added_runs(grid.out_dir, grid.runs), grid, console, "would grow")
-            return 0
-        # the lock first: a driver refused for a folder in use has changed nothing in it
-        lock = lock_out_dir(grid.out_dir)
+        return drive(args, Console(), extra, started=started)[0]
     except BadGrid as err:
         print(f"lit_seq.ablate: error: {err}", file=sys.stderr)
         return 2
+
+
+def drive(
+    args: argparse.Namespace,
+    console: Console,
+    extra: list[str] = (),
+    raw: dict | None = None,
+    started: float | None = None,
+) -> tuple[int, Path]:
+    """Check, then run or (``--dry-run``) list the grid of ``args`` (``raw``: a grid as a
+    dict instead); its exit code and out folder. BadGrid when refused: nothing trained.
+    ``started``: when --time-limit starts counting (default now)."""
+    started = time.monotonic() if started is None else started
+    time_limit = None if args.time_limit is None else parse_time_limit(args.time_limit)
+    grid = plan(args, extra, raw)
+    if args.dry_run:
+        print_plan(grid.spec, grid.runs, grid.done, grid.out_dir, console)
+        _say_growth(added_runs(grid.out_dir, grid.runs), grid, console, "would grow")
+        return 0, grid.out_dir
+    # the lock first: a driver refused for a folder in use has changed nothing in it
+    lock = lock_out_dir(grid.out_dir)
     try:
         _say_growth(init_out_dir(grid.out_dir, grid.spec, grid.runs), grid, console, "grows")
-        return run_grid(grid, args, console, time_limit, started)
+        return run_grid(grid, args, console, time_limit, started), grid.out_dir
     except GridStopped as stop:  # one line: what is saved, and how to go on
         ok = sum(_done(read_records(grid.out_dir), r) for r in grid.runs)
         console.print(stop.line(ok, len(grid.runs), grid.out_dir), highlight=False, soft_wrap=True)
-        return stop.code
+        return stop.code, grid.out_dir
     except KeyboardInterrupt:
         console.print("interrupted: finished runs are saved; run the same command to resume")
-        return 130
-    except BadGrid as err:  # a resource request no node can meet (ray): nothing trained
-        print(f"lit_seq.ablate: error: {err}", file=sys.stderr)
-        return 2
+        return 130, grid.out_dir
+    except BadGrid:  # a resource request no node can meet (ray): nothing trained
+        raise
     except Exception:
         if not disk_full(grid.out_dir):
             raise
@@ -415,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
             "run the same command to resume",
             file=sys.stderr,
         )
-        return 1
+        return 1, grid.out_dir
     finally:
         lock.release()
 

@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 # OpenMP reads this when torch loads it: set it in the environment of a process to come
@@ -64,16 +64,20 @@ def disk_full(path: Path) -> bool:
         return False
 
 
+# the loggers quiet_libraries turns down to warnings (why: there)
+QUIET_LOGGERS = ("lightning.fabric.utilities.seed", "lightning.pytorch.utilities.rank_zero")
+
+
 def quiet_libraries() -> None:
     """Silence what a fit's terminal does not need. Process-wide: the commands call it in
     their ``main()`` (fit, ablate and its workers, evaluate, positions, bench), never on import."""
     # main() hands sys.argv over as ``args``, which is exactly what this warning is about
     warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
-    # "Seed set to 0" on every run is noise; the seed is in the saved config
-    logging.getLogger("lightning.fabric.utilities.seed").setLevel(logging.WARNING)
-    # Lightning's info lines (GPU available, tips, "Restoring states from ..."): the header
-    # of a fit says what matters (fit_header), in five lines
-    logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
+    # "Seed set to 0" on every run is noise, the seed is in the saved config; and Lightning's
+    # info lines (GPU available, tips, "Restoring states from ..."): the header of a fit says
+    # what matters (fit_header), in five lines
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
     # the CSV log continues its file on a resume and a new folder holds only the lock:
     # nothing is ever deleted, whatever this says
     warnings.filterwarnings("ignore", message=".*Previous log files in this directory will be")
@@ -81,6 +85,22 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", message=".*is smaller than the logging interval")
     # a deprecation inside Lightning itself (its _pytree), nothing a user can change
     warnings.filterwarnings("ignore", message=".*isinstance\\(treespec, LeafSpec\\)")
+
+
+@contextlib.contextmanager
+def quieted() -> Iterator[None]:
+    """:func:`quiet_libraries` for the length of a ``with``, the warning filters and the
+    loggers' levels as they were after it: for in-process callers (``lit_seq.api``, called
+    from a notebook or a script), whose process is not lit_seq's to change for good."""
+    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    with warnings.catch_warnings():
+        quiet_libraries()
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels, strict=True):
+                logger.setLevel(level)
 
 
 def exit_now(code: int) -> None:
