@@ -99,3 +99,10 @@ def test_help_says_how_to_sweep_without_a_grid_file():
     text = build_parser().format_help()
     assert "--axis KEY=V1,V2,..." in text and "--config CONFIG" in text
     assert "--axis model.lr=0.001,0.003,0.01" in text  # the worked command
+
+
+def test_an_axis_reads_values_as_a_fit_does_exponents_included():
+    from lit_seq.ablate.inline import parse_axis
+
+    assert parse_axis("model.lr=1e-3,3E-4,0.01") == ("model.lr", [0.001, 0.0003, 0.01])
+    assert parse_axis("model.pos_mode=none,rotary") == ("model.pos_mode", ["none", "rotary"])

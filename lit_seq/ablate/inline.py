@@ -30,13 +30,14 @@ from lit_seq.util.safe_yaml import YamlError, load_yaml
 
 WHERE = "command line"  # how errors and the driver name a grid with no file
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_FLOAT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)[eE][+-]?\d+")  # 1e-3, 3.0E4
 
 
 def _value(text: str, where: str) -> object:
     """``text`` as YAML reads it on a fit's command line: ``0.01`` a float, ``true`` a bool,
-    ``[2, 4]`` a list."""
+    ``[2, 4]`` a list; ``1e-3`` a float too (YAML 1.1 would keep it a string)."""
     try:
-        return load_yaml(text, where)
+        return float(text) if _FLOAT.fullmatch(text) else load_yaml(text, where)
     except YamlError as err:
         raise BadGrid(str(err)) from None
 
