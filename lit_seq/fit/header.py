@@ -27,6 +27,7 @@ from lit_seq.record import FitResult
 from lit_seq.systems import SYSTEMS, SequenceSystem
 from lit_seq.systems.compiled import describe_compile
 from lit_seq.util.assets import DEFAULT_CONFIG, shipped_name
+from lit_seq.util.console import output_console
 
 LINKED = ("in_features", "out_features", "data_max_len")  # set from the data: never by hand
 
@@ -202,7 +203,7 @@ def fit_header(
 
 def print_metrics(result: FitResult, console: Console | None = None) -> None:
     """Print ``result`` (what ``metrics.json`` holds) as a table with a header line."""
-    console = console or Console()
+    console = console or output_console()
     console.print(
         f"{result.task} / {result.arch}: {result.params:,} params, "
         f"{result.steps} steps in {result.train_seconds:.1f} s "

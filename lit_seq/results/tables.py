@@ -42,6 +42,7 @@ from lit_seq.results.stats import (
     under_covers_note,
     wilson_interval,
 )
+from lit_seq.util.console import output_console
 from lit_seq.util.folder_paths import relative_to_folder
 from lit_seq.util.io import atomic_write_text
 
@@ -374,7 +375,7 @@ def summary_markdown(aggregate: pd.DataFrame) -> str:
 
 def print_aggregate(aggregate: pd.DataFrame, console: Console | None = None) -> None:
     """:func:`task_summaries` as rich tables on the console."""
-    console = console or Console()
+    console = console or output_console()
     for title, header, body in task_summaries(aggregate, per_seed=False):
         table = Table(title=title)
         for i, column in enumerate(header):
