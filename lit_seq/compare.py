@@ -20,7 +20,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from lit_seq.record import read_records
@@ -33,6 +32,7 @@ from lit_seq.results.compare import (
 )
 from lit_seq.results.fits import main_metrics, metric_values
 from lit_seq.results.tables import aggregate_table, runs_table
+from lit_seq.util.console import output_console
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     except CellNotFound as err:
         print(f"lit_seq.compare: error: {err}", file=sys.stderr)
         return 2
-    console = Console()
+    console = output_console()
     table = Table(title=f"{metric}: b - a over {len(diff.seeds)} shared seeds")
     for column in ("seed", "a", "b", "b - a"):
         table.add_column(column, justify="right")

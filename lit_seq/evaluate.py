@@ -33,7 +33,6 @@ import sys
 from pathlib import Path
 
 import torch
-from rich.console import Console
 from rich.table import Table
 
 from lit_seq.fit import check_config
@@ -49,6 +48,7 @@ from lit_seq.fit.scoring import (
 from lit_seq.record import FitResult
 from lit_seq.results.markdown import markdown_table
 from lit_seq.util.checks import BadInput
+from lit_seq.util.console import output_console
 from lit_seq.util.io import atomic_write_json
 from lit_seq.util.runtime import end_with, quiet_libraries
 
@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     except BadInput as err:
         print(f"lit_seq.evaluate: error: {err}", file=sys.stderr)
         return 2
-    console = Console()
+    console = output_console()
     table = Table("metric", "value")
     table.columns[1].justify = "right"
     for key, value in sorted(result["metrics"].items()):

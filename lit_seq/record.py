@@ -4,6 +4,9 @@
 :class:`RunRecord` is a grid's ``records/<run_id>.json``: the same fields plus where the run
 sits in its grid and how it ended. Both are flat JSON with sorted keys; reading tolerates
 records written before a field existed (it takes its default) and ignores unknown keys.
+The paths they hold are stored relative to their folder (the run folder, the grid's output
+folder) and resolved against the folder they are read from, so a folder moved, copied or
+cloned elsewhere still finds its checkpoints and logs (:mod:`lit_seq.util.folder_paths`).
 Kept free of torch and Lightning, so tables and reports load fast.
 """
 
@@ -14,13 +17,17 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
+from lit_seq.util.folder_paths import relative_to_folder, resolve_in_folder
 from lit_seq.util.io import atomic_write_json, read_json
 
 METRICS_FILE = "metrics.json"  # in a run folder
 RECORDS = "records"  # in a grid's output folder
+RUNS = "runs"  # in a grid's output folder: runs/<run_id>/, each a run folder of lit_seq.fit
 # a fit's phases, the keys of a record's phase_seconds (lit_seq.fit.phases says what each is)
 PHASES = ("build", "train", "val", "test", "range_eval", "write")
+WANDB_OFFLINE = "offline-run-"  # how W&B names an offline run's folder
 RANGE_OOD = "range_ood"  # metrics prefix: a length curve's means past the training length
 # the fields that say where a record was made (lit_seq.util.environment.fit_environment)
 ENVIRONMENT_FIELDS = ["lit_seq_commit", "lit_seq_dirty", "python_version", "torch_version"]
@@ -112,6 +119,9 @@ class FitResult:
     precision: str = ""  # the Trainer's: 32-true, bf16-mixed
     deterministic: bool | None = None  # torch's deterministic algorithms were enforced
 
+    # the fields naming files of the record's folder: stored relative to it, read resolved
+    PATHS: ClassVar[tuple[str, ...]] = ("best_checkpoint", "last_checkpoint", "run_dir")
+
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
 
@@ -121,15 +131,45 @@ class FitResult:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
+    def path_fields(self) -> tuple[str, ...]:
+        """:data:`PATHS`, and ``wandb_run`` when it is an offline run's folder (online it is
+        entity/project/id, no path)."""
+        offline = Path(self.wandb_run).name.startswith(WANDB_OFFLINE)
+        return (*self.PATHS, "wandb_run") if offline else self.PATHS
+
+    def stored_json(self, folder: Path) -> dict:
+        """:meth:`to_json` as written into ``folder``: its paths relative to it."""
+        data = self.to_json()
+        for name in self.path_fields():
+            data[name] = relative_to_folder(data[name], folder)
+        return data
+
+    @classmethod
+    def written_in(cls, data: dict) -> Path | None:
+        """The folder a record with absolute paths (written before they were relative) was
+        written in: its run folder; None for a record with relative paths."""
+        run_dir = data.get("run_dir") or ""
+        return Path(run_dir) if Path(run_dir).is_absolute() else None
+
+    @classmethod
+    def from_stored(cls, data: dict, folder: Path) -> FitResult:
+        """:meth:`from_json` of a record read from ``folder``, its paths resolved against it."""
+        record = cls.from_json(data)
+        written_in = cls.written_in(data)
+        for name in record.path_fields():
+            setattr(record, name, resolve_in_folder(getattr(record, name), folder, written_in))
+        return record
+
     def write(self, run_dir: Path) -> Path:
         path = Path(run_dir) / METRICS_FILE
-        atomic_write_json(path, self.to_json())
+        atomic_write_json(path, self.stored_json(run_dir))
         return path
 
     @classmethod
     def read(cls, run_dir: Path) -> FitResult:
-        """The ``metrics.json`` of ``run_dir`` (OSError / ValueError if missing or unreadable)."""
-        return cls.from_json(read_json(Path(run_dir) / METRICS_FILE))
+        """The ``metrics.json`` of ``run_dir`` (OSError / ValueError if missing or unreadable),
+        its paths resolved against ``run_dir``."""
+        return cls.from_stored(read_json(Path(run_dir) / METRICS_FILE), run_dir)
 
 
 @dataclass
@@ -164,9 +204,20 @@ class RunRecord(FitResult):
     log: str = ""  # the run's own console output
     pack_size: int = 1  # trained in a population of this many runs (lit_seq.population); 1: alone
 
+    # stored relative to the grid's output folder: runs/<id>/..., logs/<id>.log
+    PATHS: ClassVar[tuple[str, ...]] = (*FitResult.PATHS, "log")
+
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @classmethod
+    def written_in(cls, data: dict) -> Path | None:
+        """The grid folder a record with absolute paths was written in: the folder above
+        ``runs/`` of its ``run_dir``; None for a record with relative paths."""
+        run_dir = Path(data.get("run_dir") or "")
+        old = run_dir.is_absolute() and run_dir.parent.name == RUNS
+        return run_dir.parent.parent if old else None
 
 
 def record_path(out_dir: Path, run_id: str) -> Path:
@@ -174,18 +225,20 @@ def record_path(out_dir: Path, run_id: str) -> Path:
 
 
 def write_record(out_dir: Path, record: RunRecord) -> Path:
-    """Write ``record`` as ``records/<run_id>.json`` (temp file + fsync + rename)."""
+    """Write ``record`` as ``records/<run_id>.json`` (temp file + fsync + rename), its paths
+    relative to ``out_dir``."""
     path = record_path(out_dir, record.run_id)
-    atomic_write_json(path, record.to_json())
+    atomic_write_json(path, record.stored_json(out_dir))
     return path
 
 
 def read_record(path: Path) -> RunRecord:
-    """One record file (OSError / ValueError if unreadable)."""
+    """One record file, ``<out_dir>/records/<run_id>.json``, its paths resolved against that
+    ``out_dir`` (OSError / ValueError if unreadable)."""
     data = read_json(path)
     if not isinstance(data, dict):
         raise ValueError(f"{path} does not hold a record")
-    return RunRecord.from_json(data)
+    return RunRecord.from_stored(data, Path(path).parent.parent)
 
 
 def read_records(out_dir: Path, unreadable: list[Path] | None = None) -> dict[str, RunRecord]:

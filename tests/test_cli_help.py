@@ -75,9 +75,10 @@ def test_the_command_line_help_opens_with_them():
         timeout=120,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    head = result.stdout.splitlines()[:16]
-    assert head[0] == "usage: python -m lit_seq.fit [--config FILE ...] [--SECTION.KEY VALUE ...]"
-    assert any(line.split()[:1] == ["arch"] for line in head)
+    lines = result.stdout.splitlines()
+    assert lines[0] == "usage: python -m lit_seq.fit [--config FILE ...] [--SECTION.KEY VALUE ...]"
+    assert "  wandb (--wandb.NAME VALUE):" in lines[:16]  # W&B on the first screen
+    assert any(line.split()[:1] == ["arch"] for line in lines[:60])
     assert "--optimizer" not in result.stdout  # the systems configure their own
 
 
@@ -102,3 +103,22 @@ def test_a_bad_choice_leaves_no_run_folder_behind(tmp_path, monkeypatch):
     with pytest.raises(BadInput, match="readout='clss'"):
         build_cli(["--config", SIGNAL, "--model.readout=clss", f"--run_dir={tmp_path / 'r'}"])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_help_leads_with_the_run_and_wandb_options_and_the_plain_fits_defaults():
+    """lit_seq's own options come first, W&B among them, and a model option shows the value
+    a plain ``python -m lit_seq.fit`` runs with (its default config), the class's beside it."""
+    text = options_help()
+    lines = text.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith(("  wandb (", "model options"))]
+    assert len(heads) == 2 and heads[0] < heads[1]  # W&B before the model
+    assert any(line.split()[:3] == ["mode", "str", "="] for line in lines[heads[0] : heads[1]])
+    assert "    tags             list = []  W&B run tags" in text  # a factory's value, shown
+    [lr] = [line for line in lines if line.split()[:1] == ["lr"]]
+    [dropout] = [
+        line for line in lines if line.split()[:1] == ["dropout"] and "Delétang" not in line
+    ]
+    # configs/signal/transformer.yaml trains at lr 0.01 without dropout
+    assert "float = 0.01 (class: 0.001)" in lr and "float = 0.0 (class: 0.1)" in dropout
+    assert "A validation metric, e.g. val/acc" in text  # "e.g." ends no sentence
+    assert max(len(line) for line in lines) <= 100

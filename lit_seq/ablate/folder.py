@@ -32,11 +32,10 @@ from filelock import Timeout, UnixFileLock
 from lit_seq.ablate.common import BadGrid
 from lit_seq.ablate.spec import Run
 from lit_seq.fit.run_folder import check_folder_names
-from lit_seq.record import RECORDS, read_records
+from lit_seq.record import RECORDS, RUNS, read_records
 from lit_seq.util.checks import BadInput
 from lit_seq.util.io import atomic_write_json, atomic_write_text, read_json
 
-RUNS = "runs"
 FINGERPRINT = "fingerprint.json"
 GRID_FILE = "grid.yaml"
 

@@ -45,6 +45,7 @@ from lit_seq.fit.wandb_modes import resolve_wandb_mode
 from lit_seq.fit.wandb_options import WandbOptions
 from lit_seq.systems import SequenceSystem
 from lit_seq.systems.compiled import CompileChoice
+from lit_seq.util.assets import shipped_name
 from lit_seq.util.checks import BadInput, check_int
 from lit_seq.util.devices import accelerator_type, default_precision, matmul_precision
 from lit_seq.util.environment import fit_environment
@@ -99,9 +100,13 @@ def resolved_config(config, model: SequenceSystem) -> dict:
 
     The parsed config keeps the parse-time defaults of the fields linked from the data
     (``out_features`` 1, ``max_len`` 512 where the model has 3 and 256): those are replaced
-    by the system's own hyperparameters, so no value contradicts another.
+    by the system's own hyperparameters, so no value contradicts another. The config files
+    are named as a record names its base config (``configs/echo/rnn.yaml`` for a shipped one,
+    ``lit_seq.util.assets.shipped_name``), not by this machine's path to the checkout.
     """
     content = config.clone().as_dict()
+    if content.get("config"):
+        content["config"] = [shipped_name(str(path)) for path in content["config"]]
     hparams = {k: v for k, v in model.hparams.items() if not k.startswith("_")}
     content["model"] = {"class_path": content["model"]["class_path"], "init_args": hparams}
     return content

@@ -6,25 +6,35 @@ backbone, the positional encoding, the readout, each task's settings) only under
 their allowed values, read from the typed signatures (so it cannot drift from them).
 """
 
+import dataclasses
 import functools
 import inspect
+import re
 import textwrap
 import typing
 
 import docstring_parser
+import yaml
 from jsonargparse import ArgumentParser
 from rich.console import Console
 from rich.table import Table
 
 from lit_seq.data import TASKS
+from lit_seq.fit.scoring import RangeEval
+from lit_seq.fit.target import Target
+from lit_seq.fit.wandb_options import WandbOptions
 from lit_seq.record import FitResult
 from lit_seq.systems import SYSTEMS, SequenceSystem
 from lit_seq.systems.compiled import describe_compile
+from lit_seq.util.assets import DEFAULT_CONFIG, shipped_name
+from lit_seq.util.console import output_console
 
 LINKED = ("in_features", "out_features", "data_max_len")  # set from the data: never by hand
 
 
 WIDTH = 100  # columns of an option line in --help
+# where a doc's first sentence ends: at a full stop, but not that of "e.g." or "et al."
+FIRST_SENTENCE = re.compile(r"(?<!\be\.g)(?<!\bet al)\. ")
 
 
 def _kind(annotation) -> str:
@@ -41,13 +51,42 @@ def _options(cls: type, skip: tuple[str, ...] = ()) -> list[tuple[str, str, str]
         for p in docstring_parser.parse(cls.__init__.__doc__ or cls.__doc__ or "").params
     }
     hints = typing.get_type_hints(cls.__init__)
+    # a dataclass field's default_factory shows as <factory> in the signature: its value
+    factories = {
+        f.name: f.default_factory for f in getattr(cls, "__dataclass_fields__", {}).values()
+    }
     rows = []
     for name, param in inspect.signature(cls.__init__).parameters.items():
         if name == "self" or name in skip or param.kind is param.VAR_KEYWORD:
             continue
         kind = _kind(hints.get(name, param.annotation))
-        rows.append((name, f"{kind} = {param.default!r}", docs.get(name, "").split(". ")[0]))
+        default = param.default
+        if factories.get(name, dataclasses.MISSING) is not dataclasses.MISSING:
+            default = factories[name]()
+        rows.append((name, f"{kind} = {default!r}", FIRST_SENTENCE.split(docs.get(name, ""))[0]))
     return rows
+
+
+@functools.cache  # read once a process
+def plain_fit_model() -> dict:
+    """The model arguments a plain ``python -m lit_seq.fit`` (no ``--config``) trains with:
+    those its default config (``DEFAULT_CONFIG``) sets."""
+    return yaml.safe_load(DEFAULT_CONFIG.read_text())["model"].get("init_args") or {}
+
+
+def _plain_default(row: tuple[str, str, str]) -> tuple[str, str, str]:
+    """A model option's row with the value a plain fit runs with where its default config
+    sets another than the class's (``lr`` 0.01 where the class says 0.001)."""
+    name, kind, doc = row
+    plain = plain_fit_model()
+    if name not in plain or kind.endswith(f" = {plain[name]!r}"):
+        return row
+    kind, _, default = kind.partition(" = ")
+    return name, f"{kind} = {plain[name]!r} (class: {default})", doc
+
+
+# the fit's options outside model and data, each group a class whose docstring is its help
+RUN_GROUPS = (("wandb", WandbOptions), ("target", Target), ("range_eval", RangeEval))
 
 
 @functools.cache  # a parser per task: built once a process
@@ -82,15 +121,25 @@ def options_help() -> str:
         "--config a.yaml --config b.yaml --model.lr 0.01, b.yaml wins over a.yaml and the flag",
         "over both; a flag placed before a --config is overridden by that file.",
         "",
-        "model options (--model.NAME VALUE) of every system:",
+        "run options: --run_dir, --ckpt_path, --checkpoint_every, --init_seed, --score_weights,",
+        "--scoring, --compile (each under its name below), and these groups:",
+    ]
+    for group, cls in RUN_GROUPS:
+        lines.append(f"  {group} (--{group}.NAME VALUE):")
+        lines += [_line("    ", *row) for row in _options(cls)]
+    lines += [
+        "",
+        "model options (--model.NAME VALUE) of every system; the defaults are those a plain",
+        f"python -m lit_seq.fit runs with ({shipped_name(DEFAULT_CONFIG)}), with the class's",
+        "own where that config sets another:",
     ]
     base = _options(SequenceSystem, skip=LINKED)
-    lines += [_line("  ", *row) for row in base]
+    lines += [_line("  ", *_plain_default(row)) for row in base]
     for system in SYSTEMS.values():
         own = _options(system, skip=(*LINKED, *(n for n, _, _ in base)))
         if own:  # the arguments a system adds to those of the base class
             lines.append(f"  {system.__name__} (--model; trains {system.task_kind!r} tasks) adds:")
-            lines += [_line("    ", *row) for row in own]
+            lines += [_line("    ", *_plain_default(row)) for row in own]
     lines += ["", "tasks (--data NAME, then --data.NAME VALUE; all: --data.help NAME):"]
     for name, task in TASKS.items():
         options = ", ".join(task_options(task))
@@ -154,7 +203,7 @@ def fit_header(
 
 def print_metrics(result: FitResult, console: Console | None = None) -> None:
     """Print ``result`` (what ``metrics.json`` holds) as a table with a header line."""
-    console = console or Console()
+    console = console or output_console()
     console.print(
         f"{result.task} / {result.arch}: {result.params:,} params, "
         f"{result.steps} steps in {result.train_seconds:.1f} s "

@@ -77,7 +77,7 @@ def build_report(
         )
     if not records:
         raise NoRecords(f"{str(out_dir)!r} holds no run records ({RECORDS}/*.json)")
-    runs = runs_table(records)
+    runs = runs_table(records, out_dir)
     aggregate = aggregate_table(runs)
     extra = read_pairs(pairs, aggregate) if pairs else []
     page_tables = read_tables(tables, aggregate) if tables else []

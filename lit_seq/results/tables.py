@@ -42,6 +42,8 @@ from lit_seq.results.stats import (
     under_covers_note,
     wilson_interval,
 )
+from lit_seq.util.console import output_console
+from lit_seq.util.folder_paths import relative_to_folder
 from lit_seq.util.io import atomic_write_text
 
 ID_COLUMNS = ["run_id", "block", "cell", "task", "arch"]
@@ -56,6 +58,7 @@ SELECT_FIELDS = ["select_axis", "select_metric", "select_seeds", "select_group"]
 SELECT_FIELDS += ["select_reason", "select_extension"]
 SELECT_COLUMNS = [*SELECT_FIELDS, "selected", "select_edge"]  # select_edge: lowest / highest
 STATUS_COLUMNS = ["status", "error", "warning", "wandb_run", "best_checkpoint"]
+PATH_COLUMNS = ["wandb_run", "best_checkpoint"]  # relative to the grid folder in runs.csv
 MEAN_ONLY = ["params", "steps", "train_seconds", "samples_per_second", "target_seconds"]
 NOT_AXES = ID_COLUMNS + RUN_COLUMNS + SELECT_COLUMNS + STATUS_COLUMNS + ENVIRONMENT_FIELDS
 SUCCESS_THRESHOLD = 0.99  # a seed "solves" a test set when its main metric is at least this
@@ -84,8 +87,13 @@ def axis_columns(records: list[RunRecord]) -> list[str]:
     return [k for k in keys if k not in ("task", "arch")]
 
 
-def runs_table(records: list[RunRecord]) -> pd.DataFrame:
-    """One row per record, ordered as in the grid."""
+def runs_table(records: list[RunRecord], out_dir: Path | None = None) -> pd.DataFrame:
+    """One row per record, ordered as in the grid.
+
+    ``out_dir``: the grid folder the records were read from; its paths (``best_checkpoint``,
+    an offline ``wandb_run``) are shown relative to it, so ``runs.csv`` reads the same
+    wherever the folder is.
+    """
     records = sorted(records, key=lambda r: (r.index, r.run_id))
     axes = axis_columns(records)
     metrics = sorted({k for r in records for k in r.metrics}, key=metric_order)
@@ -96,6 +104,9 @@ def runs_table(records: list[RunRecord]) -> pd.DataFrame:
         # axis values as text: one type per column, whatever each block put in it
         row.update({a: format_value(r.axes[a]) if a in r.axes else None for a in axes})
         row.update({c: getattr(r, c, None) for c in RUN_COLUMNS + SELECT_FIELDS + STATUS_COLUMNS})
+        if out_dir is not None:  # read records hold absolute paths (online W&B: entity/...)
+            paths = [c for c in PATH_COLUMNS if row[c] and Path(row[c]).is_absolute()]
+            row.update({c: relative_to_folder(row[c], out_dir) for c in paths})
         row["range_ood_lengths"] = range_lengths(r.curve, r.train_length)
         row["select_seeds"] = " ".join(map(str, r.select_seeds))
         row.update({c: getattr(r, c) for c in ENVIRONMENT_FIELDS})
@@ -364,7 +375,7 @@ def summary_markdown(aggregate: pd.DataFrame) -> str:
 
 def print_aggregate(aggregate: pd.DataFrame, console: Console | None = None) -> None:
     """:func:`task_summaries` as rich tables on the console."""
-    console = console or Console()
+    console = console or output_console()
     for title, header, body in task_summaries(aggregate, per_seed=False):
         table = Table(title=title)
         for i, column in enumerate(header):
