@@ -155,9 +155,9 @@ def run_grid(
     Raises ``lit_seq.ablate.common.BadGrid`` (one line) for a grid the command refuses,
     before anything is written or trained.
     """
-    from rich.console import Console
 
     from lit_seq.ablate.__main__ import build_parser, drive
+    from lit_seq.util.console import output_console
     from lit_seq.util.runtime import quieted
 
     argv = [] if isinstance(grid, dict) else [str(grid)]
@@ -165,7 +165,9 @@ def run_grid(
     argv += ["--workers", str(workers), "--threads", str(threads), "--wandb", wandb]
     args = build_parser().parse_args([*argv, *(flags or [])])
     with quieted():
-        status, out_dir = drive(args, Console(), raw=grid if isinstance(grid, dict) else None)
+        status, out_dir = drive(
+            args, output_console(), raw=grid if isinstance(grid, dict) else None
+        )
     return _grid_run(out_dir, status)
 
 

@@ -65,6 +65,7 @@ from lit_seq.fit.wandb_modes import DEFAULT_PROJECT, WANDB_MODES, resolve_wandb_
 from lit_seq.record import RunRecord, read_records, write_record
 from lit_seq.results.report import build_report
 from lit_seq.systems.compiled import COMPILE_CHOICES
+from lit_seq.util.console import output_console
 from lit_seq.util.runtime import disk_full, end_with, quiet_libraries
 
 # an executor for the whole of one grid, entered once (the local one keeps its workers
@@ -439,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.executor == "ray" and args.workers != 1:
         parser.error("--workers is for --executor local; Ray runs as many runs as fit the cluster")
     try:
-        return drive(args, Console(), extra, started=started)[0]
+        return drive(args, output_console(), extra, started=started)[0]
     except BadGrid as err:
         print(f"lit_seq.ablate: error: {err}", file=sys.stderr)
         return 2

@@ -26,6 +26,7 @@ from rich.text import Text
 from lit_seq.ablate.folder import run_dir
 from lit_seq.ablate.spec import Run
 from lit_seq.record import RunRecord
+from lit_seq.util.console import output_console
 from lit_seq.util.safe_yaml import YamlError, load_yaml
 
 WIDTH = 100  # columns of a line the driver prints: a run's line wraps to stay within them
@@ -115,7 +116,7 @@ class GridProgress:
         self.total, self.ok, self.failed = total, done_before, 0
         self.running: set[str] = set()
         self.steps: dict[str, tuple[int, int]] = {}  # run id -> (step, max_steps)
-        self.console = console or Console()
+        self.console = console or output_console()
         self.live = sys.stdout.isatty() and self.console.is_terminal
         self.out_dir = out_dir
         self._progress: Progress | None = None

@@ -19,6 +19,7 @@ import pandas as pd
 from rich.console import Console
 
 from lit_seq.record import read_records
+from lit_seq.util.console import output_console
 from lit_seq.util.io import atomic_write_json, read_json
 
 SUMMARY_MARKER = "wandb_summary.json"  # in the grid folder: what the last summary run showed
@@ -75,7 +76,7 @@ def log_summary(
     """
     if mode == "off":
         return ""
-    console = console or Console()
+    console = console or output_console()
     digest, marker = records_digest(out_dir), _marker(out_dir)
     path = marker.get("run", "") if marker.get("records") == digest else ""
     if path:
