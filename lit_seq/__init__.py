@@ -4,6 +4,7 @@ From Python: ``lit_seq.fit_one(config, overrides)`` and ``lit_seq.run_grid(grid,
 (``lit_seq.api``), loaded on first use so that ``import lit_seq`` stays light.
 """
 
+import importlib
 import os
 
 # OpenMP threads that spin while they wait make a shared machine crawl (measured: a default
@@ -19,9 +20,9 @@ _API = ("fit_one", "run_grid", "FitRun", "GridRun")  # lit_seq.api's, loaded on 
 
 def __getattr__(name: str):
     if name in _API:
-        from lit_seq import api
-
-        return getattr(api, name)
+        # by name, on first use: the API sits above every layer, and the package's root
+        # must not import it (nor torch) when ``import lit_seq`` runs
+        return getattr(importlib.import_module("lit_seq.api"), name)
     raise AttributeError(f"module 'lit_seq' has no attribute {name!r}")
 
 

@@ -306,7 +306,7 @@ def fit_command(*args: str, timeout: float = 180) -> subprocess.CompletedProcess
 
 CONFIG_KEYS = (
     "['checkpoint_every', 'ckpt_path', 'compile', 'data', 'init_seed', 'model', 'range_eval', 'run_dir', "
-    "'score_weights', "
+    "'score_weights', 'scoring', "
     "'seed_everything', 'target', 'trainer', 'wandb']"
 )
 

@@ -26,6 +26,7 @@ LAYERS = {
     "evaluate": 7,
     "compare": 7,
     "bench": 7,
+    "api": 8,  # the Python API: a fit and a grid as functions, over everything
 }
 # same layer, still independent of each other (SPEC: models | data)
 APART = {("models", "data"), ("data", "models")}
