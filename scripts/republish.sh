@@ -17,6 +17,9 @@ for grid in mixers_budget mixers_recall_10k mixers_modular_6k; do
 done
 for grid in chomsky_faithful chomsky_faithful_budget chomsky_faithful_steps \
     chomsky_memory_budget chomsky_memory_cpu chomsky_strings_cpu chomsky_gpu; do
-    [ -e $R/$grid/.lock ] && { echo "skipped $grid: a grid is writing it"; continue; }
+    # a driver holds an flock on .lock while it writes the folder (the file itself stays)
+    if [ -e $R/$grid/.lock ] && ! flock -n $R/$grid/.lock true; then
+        echo "skipped $grid: a grid is writing it"; continue
+    fi
     if [ -d $R/$grid/records ]; then report $R/$grid --paper deletang2023; fi
 done
