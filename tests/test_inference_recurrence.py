@@ -36,3 +36,13 @@ def test_the_backbone_takes_it_only_when_scoring():
     with torch.inference_mode():
         assert not uses_inference_recurrence(lstm.rnn, x)
         assert not uses_inference_recurrence(dropping.rnn, x)
+
+
+def test_under_bf16_autocast_scoring_keeps_nn_rnn():
+    """Autocast casts torch.mm but not the in-place steps: bf16-mixed scores through ATen."""
+    torch.manual_seed(0)
+    backbone = RecurrentBackbone(d_model=16, n_layers=1, cell="rnn", nonlinearity="relu").eval()
+    x = torch.randn(2, 7, 16)
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not uses_inference_recurrence(backbone.rnn, x)
+        assert backbone(x).shape == (2, 7, 16)

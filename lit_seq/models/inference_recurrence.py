@@ -23,11 +23,14 @@ from torch import Tensor, nn
 
 def uses_inference_recurrence(rnn: nn.RNNBase, x: Tensor) -> bool:
     """Whether :func:`rnn_inference` computes ``rnn(x)``'s output here: inference mode, the
-    CPU, an ``nn.RNN`` read forward only, with no dropout between layers being drawn."""
+    CPU, an ``nn.RNN`` read forward only, with no dropout between layers being drawn, and no
+    autocast (its in-place steps would not be cast: bf16-mixed keeps ``nn.RNN``)."""
     drops = rnn.training and rnn.dropout > 0 and rnn.num_layers > 1
     return (
         torch.is_inference_mode_enabled()
         and x.device.type == "cpu"
+        and not torch.is_autocast_enabled("cpu")
+        and x.dtype == rnn.weight_hh_l0.dtype
         and type(rnn) is nn.RNN
         and not rnn.bidirectional
         and rnn.batch_first
